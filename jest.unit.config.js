@@ -1,0 +1,9 @@
+const base = require('./jest.base.config');
+
+/** Unit tests: no servers, no network. */
+module.exports = {
+  ...base,
+  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/bench', '<rootDir>/deploy', '<rootDir>/tools'],
+  testMatch: ['**/test/**/*.test.ts'],
+  testPathIgnorePatterns: [...base.testPathIgnorePatterns, '\\.int\\.test\\.ts$'],
+};

@@ -1,0 +1,67 @@
+import { z } from 'zod';
+
+/** Thrown when the environment does not satisfy a service's schema; the message is one line. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads and validates the environment once, at start. */
+export function readEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const variable = issue.path.join('.') || '(environment)';
+  const raw = typeof issue.path[0] === 'string' ? env[issue.path[0]] : undefined;
+  const got = raw === undefined ? 'it is not set' : `got ${JSON.stringify(raw)}`;
+  throw new ConfigError(`invalid configuration: ${variable}: ${issue.message} (${got})`);
+}
+
+/** Runs a service's start-up, turning a configuration error into one clear line and exit code 2. */
+export async function runOrExit(start: () => Promise<void>): Promise<void> {
+  try {
+    await start();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+/** Field builders for the usual kinds of variable. */
+export const env = {
+  port: (fallback: number) =>
+    z.coerce
+      .number({ error: 'expected a port number' })
+      .int('expected a port number')
+      .min(0, 'expected a port number between 0 and 65535')
+      .max(65535, 'expected a port number between 0 and 65535')
+      .default(fallback),
+  positiveInt: (fallback: number) =>
+    z.coerce.number({ error: 'expected a positive integer' }).int('expected a positive integer').positive('expected a positive integer').default(fallback),
+  host: (fallback: string) => z.string().min(1, 'expected a host name or address').default(fallback),
+  /** host:port */
+  address: (fallback: string) =>
+    z
+      .string()
+      .regex(/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, 'expected host:port')
+      .default(fallback),
+  url: (fallback?: string) => {
+    const url = z.url({ error: 'expected a URL' });
+    return fallback === undefined ? url : url.default(fallback);
+  },
+  /** Comma-separated list; blanks dropped. */
+  list: (fallback: string) =>
+    z
+      .string()
+      .default(fallback)
+      .transform((value) =>
+        value
+          .split(',')
+          .map((item) => item.trim())
+          .filter((item) => item.length > 0),
+      ),
+  logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'expected one of fatal, error, warn, info, debug, trace, silent' }).default('info'),
+  secret: () => z.string({ error: 'expected a secret' }).min(16, 'expected a secret of at least 16 characters'),
+};

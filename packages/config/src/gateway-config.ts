@@ -1,0 +1,136 @@
+import { readFile } from 'node:fs/promises';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { ConfigError } from './env';
+
+const jurisdiction = z.enum(['uk', 'eu']);
+const id = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected an id of lower-case letters, digits, ".", "_" or "-"');
+const positiveInt = z.number().int('expected a positive integer').positive('expected a positive integer');
+const gbp = z.number().nonnegative('expected an amount in GBP, zero or more');
+
+const regionSchema = z.strictObject({ id, jurisdiction });
+
+const poolSchema = z.strictObject({
+  id,
+  region: id,
+  adapter: z.enum(['anthropic']),
+  endpoints: z.array(z.strictObject({ url: z.url({ error: 'expected a URL' }) })).min(1, 'expected at least one endpoint'),
+  /** Name of the environment variable that holds the upstream credential; read only by the router. */
+  credentialEnv: z.string().optional(),
+});
+
+const modelSchema = z.strictObject({
+  alias: z.string().min(1),
+  displayName: z.string().min(1),
+  createdAt: z.iso.datetime({ offset: true, error: 'expected an ISO 8601 timestamp' }),
+  pricing: z.strictObject({ inputGbpPerMtok: gbp, outputGbpPerMtok: gbp }),
+  servedBy: z.array(z.strictObject({ pool: id, upstreamModel: z.string().min(1) })).min(1, 'expected at least one pool'),
+});
+
+const planSchema = z.strictObject({
+  id,
+  residency: z.array(jurisdiction).min(1, 'expected at least one residency tier'),
+  /** "all", or the aliases the plan permits. */
+  models: z.union([z.literal('all'), z.array(z.string().min(1))]),
+  limits: z.strictObject({
+    requestsPerMinute: positiveInt,
+    concurrency: positiveInt,
+    monthlyTokens: positiveInt,
+  }),
+  overage: z.strictObject({ enabled: z.boolean(), gbpPerMtok: gbp }),
+  /** Tokens at which service stops even with overage; default 2 × the allowance. */
+  hardCeilingTokens: positiveInt.optional(),
+  bodyLimitBytes: positiveInt.optional(),
+});
+
+export const gatewayConfigSchema = z
+  .strictObject({
+    regions: z.array(regionSchema).min(1),
+    pools: z.array(poolSchema).min(1),
+    models: z.array(modelSchema).min(1),
+    plans: z.array(planSchema).min(1),
+  })
+  .superRefine((config, context) => {
+    const regionIds = new Set(config.regions.map((region) => region.id));
+    const poolIds = new Set(config.pools.map((pool) => pool.id));
+    const aliases = new Set(config.models.map((model) => model.alias));
+    config.pools.forEach((pool, index) => {
+      if (!regionIds.has(pool.region)) {
+        context.addIssue({ code: 'custom', path: ['pools', index, 'region'], message: `unknown region "${pool.region}"` });
+      }
+    });
+    config.models.forEach((model, index) => {
+      model.servedBy.forEach((serving, servingIndex) => {
+        if (!poolIds.has(serving.pool)) {
+          context.addIssue({
+            code: 'custom',
+            path: ['models', index, 'servedBy', servingIndex, 'pool'],
+            message: `unknown pool "${serving.pool}"`,
+          });
+        }
+      });
+    });
+    config.plans.forEach((plan, index) => {
+      if (plan.models === 'all') return;
+      plan.models.forEach((alias, aliasIndex) => {
+        if (!aliases.has(alias)) {
+          context.addIssue({ code: 'custom', path: ['plans', index, 'models', aliasIndex], message: `unknown model "${alias}"` });
+        }
+      });
+    });
+  });
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+export type RegionConfig = GatewayConfig['regions'][number];
+export type PoolConfig = GatewayConfig['pools'][number];
+export type ModelConfig = GatewayConfig['models'][number];
+export type PlanConfig = GatewayConfig['plans'][number];
+export type Jurisdiction = RegionConfig['jurisdiction'];
+
+/** Replaces ${NAME} and ${NAME:-fallback} with environment values, so one file serves every stack. */
+function interpolate(text: string, env: NodeJS.ProcessEnv): string {
+  return text.replace(/\$\{([A-Z0-9_]+)(?::-([^}]*))?\}/g, (whole, name: string, fallback?: string) => {
+    const value = env[name] ?? fallback;
+    if (value === undefined) throw new ConfigError(`invalid gateway configuration: ${whole} is used but ${name} is not set`);
+    return value;
+  });
+}
+
+function describePath(path: PropertyKey[], config: unknown): string {
+  // Name list entries by their id where they have one: plans.pro.limits.rpm reads better than plans.1.limits.rpm.
+  const parts: string[] = [];
+  let node: unknown = config;
+  for (const segment of path) {
+    const next: unknown = (node as Record<PropertyKey, unknown> | undefined)?.[segment];
+    const named = next as { id?: unknown; alias?: unknown } | undefined;
+    const name = typeof named?.id === 'string' ? named.id : typeof named?.alias === 'string' ? named.alias : undefined;
+    parts.push(typeof segment === 'number' && name !== undefined ? name : String(segment));
+    node = next;
+  }
+  return parts.join('.');
+}
+
+export function parseGatewayConfig(text: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  let raw: unknown;
+  try {
+    raw = parse(interpolate(text, env));
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`invalid gateway configuration: not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const result = gatewayConfigSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new ConfigError(`invalid gateway configuration: ${describePath(issue.path, raw) || '(root)'}: ${issue.message}`);
+}
+
+/** Reads the YAML file once at start. */
+export async function loadGatewayConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<GatewayConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`invalid gateway configuration: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  return parseGatewayConfig(text, env);
+}

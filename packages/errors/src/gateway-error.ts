@@ -1,0 +1,65 @@
+import type { ErrorType } from './catalogue';
+import { errorCatalogue } from './catalogue';
+
+/** Position of an account in its per-minute window, for the rate-limit headers. */
+export interface RateLimitWindow {
+  limit: number;
+  remaining: number;
+  resetUnixMs: number;
+}
+
+/** A failure as a value. Domain code returns these; only the edges turn them into HTTP or gRPC. */
+export interface GatewayError {
+  type: ErrorType;
+  message: string;
+  retryAfterMs?: number;
+  rateLimit?: RateLimitWindow;
+}
+
+export function gatewayError(
+  type: ErrorType,
+  message: string,
+  extra: Omit<GatewayError, 'type' | 'message'> = {},
+): GatewayError {
+  return { type, message, ...extra };
+}
+
+export type Result<T, E = GatewayError> = { ok: true; value: T } | { ok: false; error: E };
+
+export function ok<T>(value: T): Result<T, never> {
+  return { ok: true, value };
+}
+
+export function err<E = GatewayError>(error: E): Result<never, E> {
+  return { ok: false, error };
+}
+
+/** The spec's error envelope (§7) with the request id the SDKs expose. */
+export interface ErrorEnvelope {
+  type: 'error';
+  error: { type: ErrorType; message: string };
+  request_id: string;
+}
+
+export function errorEnvelope(error: GatewayError, requestId: string): ErrorEnvelope {
+  return { type: 'error', error: { type: error.type, message: error.message }, request_id: requestId };
+}
+
+export function httpStatusOf(type: ErrorType): number {
+  return errorCatalogue[type].httpStatus;
+}
+
+/**
+ * The headers that steer SDK retries for an error: `x-should-retry` always, `retry-after` (whole
+ * seconds, rounded up) and `retry-after-ms` when the error carries a wait.
+ */
+export function retryHeaders(error: GatewayError): Record<string, string> {
+  const headers: Record<string, string> = {
+    'x-should-retry': String(errorCatalogue[error.type].shouldRetry),
+  };
+  if (error.retryAfterMs !== undefined && errorCatalogue[error.type].shouldRetry) {
+    headers['retry-after'] = String(Math.max(0, Math.ceil(error.retryAfterMs / 1000)));
+    headers['retry-after-ms'] = String(Math.max(0, Math.round(error.retryAfterMs)));
+  }
+  return headers;
+}

@@ -1,0 +1,3 @@
+export * from './catalogue';
+export * from './gateway-error';
+export * from './messages';

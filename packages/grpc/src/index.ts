@@ -1,0 +1,6 @@
+export * from './definition';
+export * from './error-detail';
+export * from './types';
+export * from './server';
+export * from './client';
+export * from './health';
