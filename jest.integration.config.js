@@ -9,4 +9,6 @@ module.exports = {
   roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/bench', '<rootDir>/deploy', '<rootDir>/test'],
   testMatch: ['**/test/**/*.int.test.ts', '<rootDir>/test/e2e/**/*.test.ts'],
   testTimeout: 60_000,
+  globalSetup: '<rootDir>/test/e2e/global-setup.ts',
+  globalTeardown: '<rootDir>/test/e2e/global-teardown.ts',
 };

@@ -1,0 +1,46 @@
+# The two commands of the README: `make up` runs the gateway locally, `make test` checks everything.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PNPM_VERSION := 10.34.8
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+
+.PHONY: help deps build gen lint up down test test-unit test-integration clean
+
+help:
+	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
+	@echo "make down   stop what make up started"
+	@echo "make test   lint, unit, integration and end-to-end tests"
+
+deps: node_modules/.installed
+
+node_modules/.installed: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard */*/package.json) deploy/local/package.json test/package.json
+	@command -v pnpm >/dev/null || npm install -g pnpm@$(PNPM_VERSION)
+	pnpm install --frozen-lockfile
+	@touch $@
+
+gen: deps
+	pnpm exec buf lint
+	pnpm exec buf generate
+
+build: gen
+	pnpm exec tsc -b
+
+lint: build
+	pnpm exec tsc -p tsconfig.tests.json
+	pnpm exec eslint .
+	pnpm exec prettier --check .
+
+up: build
+	node deploy/local/dist/up.js
+
+down:
+	@if [ -f deploy/local/dist/down.js ]; then node deploy/local/dist/down.js; else echo "nothing to stop"; fi
+
+test-unit: build
+	pnpm exec jest --config jest.unit.config.js
+
+test: lint
+	bash test/run.sh
+
+clean:
+	rm -rf node_modules */*/node_modules */*/dist packages/proto/src/gen

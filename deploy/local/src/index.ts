@@ -1,0 +1,5 @@
+export * from './layout';
+export * from './env-file';
+export * from './processes';
+export * from './stack';
+export * from './seed';

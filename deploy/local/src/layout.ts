@@ -1,0 +1,51 @@
+import { join, resolve } from 'node:path';
+
+/** The repository root, from deploy/local/dist. */
+export const repoRoot = resolve(__dirname, '..', '..', '..');
+
+export interface Ports {
+  http: number;
+  admin: number;
+  grpc: { auth: number; policy: number; quota: number; router: number; metering: number };
+  metrics: { ingress: number; auth: number; policy: number; quota: number; router: number; metering: number };
+  /** One simulated upstream per local pool: EU, then UK. */
+  sim: { eu: number; uk: number };
+}
+
+/** DESIGN.md §5 ports, shifted by an offset so that a second stack can run beside the first. */
+export function portsWithOffset(offset: number): Ports {
+  return {
+    http: 8080 + offset,
+    admin: 8081 + offset,
+    grpc: { auth: 50051 + offset, policy: 50052 + offset, quota: 50053 + offset, router: 50054 + offset, metering: 50055 + offset },
+    metrics: {
+      ingress: 9464 + offset,
+      auth: 9465 + offset,
+      policy: 9466 + offset,
+      quota: 9467 + offset,
+      router: 9468 + offset,
+      metering: 9469 + offset,
+    },
+    sim: { eu: 9101 + offset, uk: 9102 + offset },
+  };
+}
+
+export interface StateDir {
+  root: string;
+  logs: string;
+  run: string;
+  infraEnv: string;
+  secretsEnv: string;
+  stackEnv: string;
+}
+
+export function stateDir(root: string): StateDir {
+  return {
+    root,
+    logs: join(root, 'logs'),
+    run: join(root, 'run'),
+    infraEnv: join(root, 'infra.env'),
+    secretsEnv: join(root, 'secrets.env'),
+    stackEnv: join(root, 'stack.env'),
+  };
+}

@@ -1,0 +1,207 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { migrateUp } from '@gw/db';
+import { readEnvFile, writeEnvFile } from './env-file';
+import type { Ports, StateDir } from './layout';
+import { isHealthy, pidOf, startProcess, stopProcess, waitHealthy } from './processes';
+import type { ProcessSpec } from './processes';
+
+const run = promisify(execFile);
+
+export interface Infra {
+  databaseUrl: string;
+  redisUrl: string;
+  kafkaBrokers: string;
+}
+
+export interface InfraPorts {
+  postgres: number;
+  redis: number;
+  kafka: number;
+}
+
+export interface StackOptions {
+  repoRoot: string;
+  state: StateDir;
+  ports: Ports;
+  infra: Infra;
+  secrets: Secrets;
+  gatewayConfig: string;
+  usageTopic: string;
+  consumerGroup: string;
+  logLevel?: string;
+}
+
+export interface Secrets {
+  ADMIN_TOKEN: string;
+  KEY_PEPPERS: string;
+}
+
+const loopback = '127.0.0.1';
+
+/** The six services and the simulated upstream, wired to each other by port. */
+export function processSpecs(options: StackOptions): ProcessSpec[] {
+  const { ports, infra } = options;
+  const base = { LOG_LEVEL: options.logLevel ?? 'info', METRICS_HOST: loopback, GRPC_HOST: loopback };
+  const grpc = (name: keyof Ports['grpc']) => `${loopback}:${ports.grpc[name]}`;
+  const simUrls = { SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`, SIM_UK_URL: `http://${loopback}:${ports.sim.uk}` };
+  return [
+    {
+      name: 'sim-upstream',
+      script: 'bench/sim-upstream/dist/main.js',
+      env: { SIM_HOST: loopback, SIM_PORTS: `${ports.sim.eu},${ports.sim.uk}` },
+      health: { kind: 'http', url: `http://${loopback}:${ports.sim.eu}/_sim/requests` },
+    },
+    {
+      name: 'auth',
+      script: 'services/auth/dist/main.js',
+      env: {
+        ...base,
+        GRPC_PORT: String(ports.grpc.auth),
+        METRICS_PORT: String(ports.metrics.auth),
+        DATABASE_URL: infra.databaseUrl,
+        REDIS_URL: infra.redisUrl,
+        GATEWAY_CONFIG: options.gatewayConfig,
+        KEY_PEPPERS: options.secrets.KEY_PEPPERS,
+      },
+      health: { kind: 'grpc', address: grpc('auth') },
+    },
+    {
+      name: 'policy',
+      script: 'services/policy/dist/main.js',
+      env: {
+        ...base,
+        GRPC_PORT: String(ports.grpc.policy),
+        METRICS_PORT: String(ports.metrics.policy),
+        GATEWAY_CONFIG: options.gatewayConfig,
+      },
+      health: { kind: 'grpc', address: grpc('policy') },
+    },
+    {
+      name: 'quota',
+      script: 'services/quota/dist/main.js',
+      env: {
+        ...base,
+        GRPC_PORT: String(ports.grpc.quota),
+        METRICS_PORT: String(ports.metrics.quota),
+        REDIS_URL: infra.redisUrl,
+        GATEWAY_CONFIG: options.gatewayConfig,
+      },
+      health: { kind: 'grpc', address: grpc('quota') },
+    },
+    {
+      name: 'router',
+      script: 'services/router/dist/main.js',
+      env: {
+        ...base,
+        ...simUrls,
+        GRPC_PORT: String(ports.grpc.router),
+        METRICS_PORT: String(ports.metrics.router),
+        GATEWAY_CONFIG: options.gatewayConfig,
+      },
+      health: { kind: 'grpc', address: grpc('router') },
+    },
+    {
+      name: 'metering',
+      script: 'services/metering/dist/main.js',
+      env: {
+        ...base,
+        GRPC_PORT: String(ports.grpc.metering),
+        METRICS_PORT: String(ports.metrics.metering),
+        DATABASE_URL: infra.databaseUrl,
+        KAFKA_BROKERS: infra.kafkaBrokers,
+        USAGE_TOPIC: options.usageTopic,
+        CONSUMER_GROUP: options.consumerGroup,
+      },
+      health: { kind: 'grpc', address: grpc('metering') },
+    },
+    {
+      name: 'ingress',
+      script: 'services/ingress/dist/main.js',
+      env: {
+        ...base,
+        HTTP_HOST: loopback,
+        HTTP_PORT: String(ports.http),
+        ADMIN_PORT: String(ports.admin),
+        METRICS_PORT: String(ports.metrics.ingress),
+        AUTH_ADDRESS: grpc('auth'),
+        POLICY_ADDRESS: grpc('policy'),
+        QUOTA_ADDRESS: grpc('quota'),
+        ROUTER_ADDRESS: grpc('router'),
+        KAFKA_BROKERS: infra.kafkaBrokers,
+        USAGE_TOPIC: options.usageTopic,
+        ADMIN_TOKEN: options.secrets.ADMIN_TOKEN,
+      },
+      health: { kind: 'http', url: `http://${loopback}:${ports.admin}/healthz` },
+    },
+  ];
+}
+
+/** Starts PostgreSQL, Redis and Kafka (or reuses running ones) through infra.sh; returns their URLs. */
+export async function startInfra(repoRoot: string, state: StateDir, ports: InfraPorts): Promise<Infra> {
+  await run('bash', [join(repoRoot, 'deploy/local/infra.sh'), 'up'], {
+    env: {
+      ...process.env,
+      GW_STATE_DIR: state.root,
+      GW_PG_PORT: String(ports.postgres),
+      GW_REDIS_PORT: String(ports.redis),
+      GW_KAFKA_PORT: String(ports.kafka),
+    },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const env = await readEnvFile(state.infraEnv);
+  if (!env.DATABASE_URL || !env.REDIS_URL || !env.KAFKA_BROKERS) {
+    throw new Error(`infra.sh up did not write DATABASE_URL, REDIS_URL and KAFKA_BROKERS to ${state.infraEnv}`);
+  }
+  return { databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, kafkaBrokers: env.KAFKA_BROKERS };
+}
+
+export async function stopInfra(repoRoot: string, state: StateDir): Promise<void> {
+  await run('bash', [join(repoRoot, 'deploy/local/infra.sh'), 'down'], {
+    env: { ...process.env, GW_STATE_DIR: state.root },
+  });
+}
+
+/** Secrets made once per state directory and kept, so a second `make up` changes nothing. */
+export async function ensureSecrets(state: StateDir): Promise<Secrets> {
+  await mkdir(state.root, { recursive: true });
+  const existing = await readEnvFile(state.secretsEnv);
+  if (existing.ADMIN_TOKEN && existing.KEY_PEPPERS) {
+    return { ADMIN_TOKEN: existing.ADMIN_TOKEN, KEY_PEPPERS: existing.KEY_PEPPERS };
+  }
+  const secrets = {
+    ADMIN_TOKEN: `gw_operator_${randomBytes(24).toString('base64url')}`,
+    KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}`,
+  };
+  await writeEnvFile(state.secretsEnv, secrets);
+  return secrets;
+}
+
+/**
+ * Migrates, then starts every service that is not already running and healthy. Returns the names it
+ * started; an empty list means the stack was already up.
+ */
+export async function startServices(options: StackOptions, timeoutMs = 60_000): Promise<string[]> {
+  await migrateUp(options.infra.databaseUrl);
+  const specs = processSpecs(options);
+  const started: string[] = [];
+  for (const spec of specs) {
+    const running = await pidOf(options.state, spec.name);
+    if (running !== undefined && (await isHealthy(spec.health))) continue;
+    if (running !== undefined) await stopProcess(options.state, spec.name);
+    await startProcess(options.state, options.repoRoot, spec);
+    started.push(spec.name);
+  }
+  await waitHealthy(options.state, specs, timeoutMs);
+  return started;
+}
+
+/** Stops the services in reverse order of start, ingress first so no request is cut mid-way. */
+export async function stopServices(options: Pick<StackOptions, 'state'>, names: string[]): Promise<void> {
+  for (const name of [...names].reverse()) await stopProcess(options.state, name);
+}
+
+export const serviceNames = ['sim-upstream', 'auth', 'policy', 'quota', 'router', 'metering', 'ingress'];

@@ -1,0 +1,59 @@
+import { join, resolve } from 'node:path';
+import { readEnvFile, writeEnvFile } from './env-file';
+import { portsWithOffset, repoRoot, stateDir } from './layout';
+import { seedDemo } from './seed';
+import { ensureSecrets, startInfra, startServices } from './stack';
+
+/** `make up`: the whole local stack in the background, healthy, seeded, described in stack.env. */
+async function up(): Promise<void> {
+  const state = stateDir(resolve(process.env.GW_STATE_DIR ?? join(repoRoot, '.local')));
+  const offset = Number(process.env.GW_PORT_OFFSET ?? 0);
+  const ports = portsWithOffset(offset);
+  const infra = await startInfra(repoRoot, state, {
+    postgres: Number(process.env.GW_PG_PORT ?? 5432),
+    redis: Number(process.env.GW_REDIS_PORT ?? 6379),
+    kafka: Number(process.env.GW_KAFKA_PORT ?? 9092),
+  });
+  const secrets = await ensureSecrets(state);
+  const started = await startServices({
+    repoRoot,
+    state,
+    ports,
+    infra,
+    secrets,
+    gatewayConfig: process.env.GW_GATEWAY_CONFIG ?? join(repoRoot, 'deploy/local/gateway.yaml'),
+    usageTopic: 'gateway.usage.v1',
+    consumerGroup: 'gateway-metering',
+  });
+  const previous = await readEnvFile(state.stackEnv);
+  const demo = await seedDemo(`127.0.0.1:${ports.grpc.auth}`, {
+    accountId: previous.GW_DEMO_ACCOUNT,
+    testKey: previous.GW_DEMO_TEST_KEY,
+    liveKey: previous.GW_DEMO_LIVE_KEY,
+  });
+  const baseUrl = `http://127.0.0.1:${ports.http}`;
+  await writeEnvFile(state.stackEnv, {
+    GW_BASE_URL: baseUrl,
+    GW_ADMIN_URL: `http://127.0.0.1:${ports.admin}`,
+    GW_ADMIN_TOKEN: secrets.ADMIN_TOKEN,
+    GW_DEMO_ACCOUNT: demo.accountId,
+    GW_DEMO_TEST_KEY: demo.testKey,
+    GW_DEMO_LIVE_KEY: demo.liveKey,
+    GW_SIM_URLS: `http://127.0.0.1:${ports.sim.eu},http://127.0.0.1:${ports.sim.uk}`,
+  });
+  process.stdout.write(
+    [
+      started.length > 0 ? `started: ${started.join(', ')}` : 'already running; nothing changed',
+      `base URL:  ${baseUrl}`,
+      `test key:  ${demo.testKey}`,
+      `live key:  ${demo.liveKey}`,
+      `details:   ${state.stackEnv}`,
+      '',
+    ].join('\n'),
+  );
+}
+
+up().catch((error: unknown) => {
+  process.stderr.write(`make up failed: ${(error as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,40 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { randomBase62 } from '@gw/ids';
+
+export type KeyEnvironment = 'live' | 'test';
+export const secretLength = 32;
+const displaySecretChars = 4;
+
+export interface Pepper {
+  id: string;
+  secret: string;
+}
+
+/** Issues, recognises and hashes key values of the form `<issuer>_<live|test>_<32 base62>`. */
+export class KeyFormat {
+  private readonly pattern: RegExp;
+
+  constructor(private readonly issuer: string) {
+    this.pattern = new RegExp(`^${issuer}_(live|test)_[A-Za-z0-9]{${secretLength}}$`);
+  }
+
+  issue(environment: KeyEnvironment): { key: string; displayPrefix: string } {
+    const prefix = `${this.issuer}_${environment}_`;
+    const secret = randomBase62(secretLength);
+    return { key: prefix + secret, displayPrefix: prefix + secret.slice(0, displaySecretChars) };
+  }
+
+  /** The environment of a well-formed key, or undefined for anything else. */
+  environmentOf(presented: string): KeyEnvironment | undefined {
+    const match = this.pattern.exec(presented);
+    return match ? (match[1] as KeyEnvironment) : undefined;
+  }
+}
+
+export function hashKey(key: string, pepper: Pepper): Buffer {
+  return createHmac('sha256', pepper.secret).update(key).digest();
+}
+
+export function hashesEqual(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,117 @@
+import { registration } from '@gw/grpc';
+import { authv1, commonv1 } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+import { err, gatewayError, ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import type { KeyService, NewKeyRequest } from './keys';
+import type { AccountRecord, KeyRecord } from './store';
+
+const { Environment, Residency, PrivacyMode } = commonv1;
+
+const environments = { live: Environment.LIVE, test: Environment.TEST } as const;
+const residencies = { uk: Residency.UK, eu: Residency.EU } as const;
+const privacyModes = {
+  off: PrivacyMode.OFF,
+  flag: PrivacyMode.FLAG,
+  redact: PrivacyMode.REDACT,
+  tokenise: PrivacyMode.TOKENISE,
+} as const;
+
+function reverse<K extends string, V extends number>(table: Record<K, V>, value: V): K | undefined {
+  return (Object.keys(table) as K[]).find((key) => table[key] === value);
+}
+
+const unixMs = (date: Date | null) => (date === null ? undefined : BigInt(date.getTime()));
+
+function accountMessage(account: AccountRecord): MessageInitShape<typeof authv1.AccountSchema> {
+  return {
+    id: account.id,
+    name: account.name,
+    plan: account.plan,
+    suspendedAtUnixMs: unixMs(account.suspendedAt),
+    createdAtUnixMs: BigInt(account.createdAt.getTime()),
+  };
+}
+
+function keyMessage(key: KeyRecord): MessageInitShape<typeof authv1.ApiKeySchema> {
+  return {
+    id: key.id,
+    accountId: key.accountId,
+    name: key.name,
+    environment: environments[key.environment],
+    displayPrefix: key.displayPrefix,
+    residency: residencies[key.residency],
+    privacyMode: privacyModes[key.privacyMode],
+    allowedModels: key.allowedModels === null ? undefined : { values: key.allowedModels },
+    allowedIps: key.allowedIps === null ? undefined : { values: key.allowedIps },
+    expiresAtUnixMs: unixMs(key.expiresAt),
+    createdAtUnixMs: BigInt(key.createdAt.getTime()),
+    lastUsedAtUnixMs: unixMs(key.lastUsedAt),
+    revokedAtUnixMs: unixMs(key.revokedAt),
+  };
+}
+
+function newKeyRequest(request: authv1.CreateKeyRequest): Result<NewKeyRequest> {
+  const environment = reverse(environments, request.environment as 1 | 2);
+  const residency = reverse(residencies, request.residency as 1 | 2);
+  const privacyMode = reverse(privacyModes, request.privacyMode as 1 | 2 | 3 | 4);
+  if (!environment) return err(gatewayError('invalid_request_error', 'environment: expected live or test.'));
+  if (!residency) return err(gatewayError('invalid_request_error', 'residency: expected uk or eu.'));
+  if (!privacyMode) {
+    return err(gatewayError('invalid_request_error', 'privacy_mode: expected off, flag, redact or tokenise.'));
+  }
+  return ok({
+    accountId: request.accountId,
+    name: request.name,
+    environment,
+    residency,
+    privacyMode,
+    allowedModels: request.allowedModels?.values ?? null,
+    allowedIps: request.allowedIps?.values ?? null,
+    expiresAt: request.expiresAtUnixMs === undefined ? null : new Date(Number(request.expiresAtUnixMs)),
+  });
+}
+
+export function authService(keys: KeyService) {
+  return registration(authv1.AuthService, {
+    async verifyKey(request) {
+      const verified = await keys.verify(request.key, request.sourceAddress);
+      if (!verified.ok) return verified;
+      const { key, account } = verified.value;
+      return ok({
+        key: {
+          keyId: key.id,
+          accountId: key.accountId,
+          environment: environments[key.environment],
+          residency: residencies[key.residency],
+          privacyMode: privacyModes[key.privacyMode],
+          allowedModels: key.allowedModels === null ? undefined : { values: key.allowedModels },
+          plan: account.plan,
+          expiresAtUnixMs: unixMs(key.expiresAt),
+        },
+      });
+    },
+    async createAccount(request) {
+      const created = await keys.createAccount(request.name, request.plan);
+      return created.ok ? ok({ account: accountMessage(created.value) }) : created;
+    },
+    async getAccount(request) {
+      const found = await keys.getAccount(request.id);
+      return found.ok ? ok({ account: accountMessage(found.value) }) : found;
+    },
+    async createKey(request) {
+      const parsed = newKeyRequest(request);
+      if (!parsed.ok) return parsed;
+      const created = await keys.createKey(parsed.value);
+      return created.ok ? ok({ apiKey: keyMessage(created.value.record), key: created.value.key }) : created;
+    },
+    async listKeys(request) {
+      const listed = await keys.listKeys(request.accountId);
+      return listed.ok ? ok({ keys: listed.value.map(keyMessage) }) : listed;
+    },
+    async revokeKey(request) {
+      const revoked = await keys.revokeKey(request.keyId);
+      return revoked.ok ? ok({ apiKey: keyMessage(revoked.value) }) : revoked;
+    },
+  });
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { env, readEnv } from '@gw/config';
+
+const schema = z.object({
+  LOG_LEVEL: env.logLevel(),
+  HTTP_HOST: env.host('127.0.0.1'),
+  HTTP_PORT: env.port(8080),
+  ADMIN_PORT: env.port(8081),
+  METRICS_HOST: env.host('127.0.0.1'),
+  METRICS_PORT: env.port(9464),
+  AUTH_ADDRESS: env.address('127.0.0.1:50051'),
+  POLICY_ADDRESS: env.address('127.0.0.1:50052'),
+  QUOTA_ADDRESS: env.address('127.0.0.1:50053'),
+  ROUTER_ADDRESS: env.address('127.0.0.1:50054'),
+  KAFKA_BROKERS: env.list('127.0.0.1:9092'),
+  USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),
+  BODY_LIMIT_BYTES: env.positiveInt(32 * 1024 * 1024),
+  /** Deadline of each call to auth, policy and quota. */
+  CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
+  /** A streamed response with no upstream event for this long gets an SSE ping. */
+  SSE_PING_INTERVAL_MS: env.positiveInt(15_000),
+});
+
+export type IngressConfig = z.infer<typeof schema>;
+
+export function readIngressConfig(): IngressConfig {
+  return readEnv(schema);
+}

@@ -1,0 +1,12 @@
+/**
+ * The key a request presents. `Authorization: Bearer` wins over `x-api-key` when both are sent
+ * (spec §5.3); an empty string means none was sent, which auth refuses like any bad key.
+ */
+export function presentedKey(authorization: string | undefined, apiKey: string | string[] | undefined): string {
+  if (authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    return match ? match[1]! : '';
+  }
+  if (typeof apiKey === 'string') return apiKey.trim();
+  return '';
+}

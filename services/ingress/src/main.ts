@@ -1,0 +1,62 @@
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { runOrExit } from '@gw/config';
+import { createKafka, UsageEventProducer } from '@gw/kafka';
+import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { createClients } from './clients';
+import { readIngressConfig } from './config';
+import { createAdminApp, createPublicApp } from './server';
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+}
+
+void runOrExit(async () => {
+  const config = readIngressConfig();
+  const logger = createLogger('ingress', config.LOG_LEVEL);
+  const clients = createClients(config);
+  const kafka = createKafka({
+    brokers: config.KAFKA_BROKERS,
+    clientId: 'ingress',
+    log: (level, message, extra) => logger[level]({ ...extra }, message),
+  });
+  const producer = new UsageEventProducer(kafka, config.USAGE_TOPIC);
+  await producer.connect();
+  const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
+  const requestLog = logger.child({ event: 'request' });
+
+  const publicServer = createServer(
+    createPublicApp(
+      {
+        clients,
+        recordUsage: (event) =>
+          producer.send(event).catch((error: unknown) =>
+            logger.error({ err: error, request_id: event.eventId }, 'usage event not delivered'),
+          ),
+        logRequest: (fields) => requestLog.info(fields),
+      },
+      { bodyLimitBytes: config.BODY_LIMIT_BYTES, ssePingIntervalMs: config.SSE_PING_INTERVAL_MS, logger },
+    ),
+  );
+  // Streams may be silent for long thinking phases; the SDKs wait up to 10 minutes.
+  publicServer.requestTimeout = 0;
+  publicServer.keepAliveTimeout = 65_000;
+  const adminServer = createServer(createAdminApp());
+  await listen(publicServer, config.HTTP_PORT, config.HTTP_HOST);
+  await listen(adminServer, config.ADMIN_PORT, config.HTTP_HOST);
+  logger.info({ port: config.HTTP_PORT, admin_port: config.ADMIN_PORT }, 'ingress serving');
+
+  onShutdown(logger, async () => {
+    await new Promise((resolve) => adminServer.close(resolve));
+    await new Promise((resolve) => {
+      publicServer.close(resolve);
+      publicServer.closeIdleConnections();
+    });
+    await producer.disconnect();
+    for (const client of Object.values(clients)) client.close();
+    await metrics.close();
+  });
+});

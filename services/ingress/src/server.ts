@@ -1,0 +1,154 @@
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import { errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, retryHeaders } from '@gw/errors';
+import type { GatewayError, RateLimitWindow } from '@gw/errors';
+import { newRequestId } from '@gw/ids';
+import type { Logger } from '@gw/telemetry';
+import { readBody, tooLarge } from './body';
+import { presentedKey } from './credentials';
+import { handleMessages } from './messages';
+import type { MessagesDeps, ResponseSink } from './messages';
+import { pingFrame, sseFrame } from './sse';
+
+export interface PublicAppOptions {
+  bodyLimitBytes: number;
+  ssePingIntervalMs: number;
+  logger: Logger;
+}
+
+const protocolHeaderNames = ['anthropic-version', 'anthropic-beta'];
+
+function requestIdOf(response: Response): string {
+  return response.locals.requestId as string;
+}
+
+function rateLimitHeaders(window: RateLimitWindow): Record<string, string> {
+  return {
+    'anthropic-ratelimit-requests-limit': String(window.limit),
+    'anthropic-ratelimit-requests-remaining': String(window.remaining),
+    'anthropic-ratelimit-requests-reset': new Date(window.resetUnixMs).toISOString().replace('Z', '+00:00'),
+  };
+}
+
+/** Sends an error in the spec's envelope with its status and retry headers. */
+export function sendError(response: Response, error: GatewayError): void {
+  if (response.headersSent) return;
+  response
+    .status(errorCatalogue[error.type].httpStatus)
+    .set(retryHeaders(error))
+    .type('application/json')
+    .send(JSON.stringify(errorEnvelope(error, requestIdOf(response))));
+}
+
+/** The ResponseSink of one HTTP response: JSON, or an SSE stream written whole event by event. */
+function responseSink(response: Response, pingIntervalMs: number): ResponseSink {
+  let ping: NodeJS.Timeout | undefined;
+  const stopPing = () => clearInterval(ping);
+  response.once('close', stopPing);
+  return {
+    setRateLimit: (window) => response.set(rateLimitHeaders(window)),
+    fail: (error) => sendError(response, error),
+    sendJson: (body, region) => {
+      if (region) response.set('x-gateway-region', region);
+      response.status(200).type('application/json').send(Buffer.from(body));
+    },
+    startStream: (region) => {
+      if (region) response.set('x-gateway-region', region);
+      response.status(200).set({
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        connection: 'keep-alive',
+      });
+      response.flushHeaders();
+      ping = setInterval(() => response.write(pingFrame), pingIntervalMs);
+    },
+    writeEvent: (event, data) => {
+      ping?.refresh();
+      response.write(sseFrame(event, data));
+    },
+    endStream: () => {
+      stopPing();
+      response.end();
+    },
+  };
+}
+
+export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+
+  app.use((_request: Request, response: Response, next: NextFunction) => {
+    const requestId = newRequestId();
+    response.locals.requestId = requestId;
+    response.set({ 'x-request-id': requestId, 'request-id': requestId });
+    next();
+  });
+
+  app.get('/healthz', (_request, response) => {
+    response.json({ status: 'ok' });
+  });
+
+  app.post('/v1/messages', (request: Request, response: Response) => {
+    const declared = Number(request.headers['content-length']);
+    if (Number.isFinite(declared) && declared > options.bodyLimitBytes) {
+      // Refused before reading: the connection closes so the unread body is not waited for.
+      response.set('connection', 'close');
+      return sendError(response, tooLarge(options.bodyLimitBytes));
+    }
+    const disconnected = new AbortController();
+    response.once('close', () => {
+      if (!response.writableFinished) disconnected.abort();
+    });
+    const protocolHeaders: Record<string, string> = {};
+    for (const name of protocolHeaderNames) {
+      const value = request.headers[name];
+      if (value !== undefined) protocolHeaders[name] = Array.isArray(value) ? value.join(',') : value;
+    }
+    handleMessages(
+      deps,
+      {
+        requestId: requestIdOf(response),
+        presentedKey: presentedKey(request.headers.authorization, request.headers['x-api-key']),
+        sourceAddress: request.socket.remoteAddress ?? '',
+        readBody: async () => {
+          const body = await readBody(request, options.bodyLimitBytes);
+          if (!body.ok) response.set('connection', 'close');
+          return body;
+        },
+        protocolHeaders,
+        signal: disconnected.signal,
+      },
+      responseSink(response, options.ssePingIntervalMs),
+    ).catch((error: unknown) => {
+      options.logger.error({ err: error, request_id: requestIdOf(response) }, 'request failed');
+      if (response.headersSent) response.end();
+      else sendError(response, gatewayError('api_error', internalErrorMessage));
+    });
+  });
+
+  app.use((request: Request, response: Response) => {
+    sendError(
+      response,
+      gatewayError('not_found_error', `Unknown endpoint: ${request.method} ${request.path}. See GET /v1/models for models.`),
+    );
+  });
+
+  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => {
+    options.logger.error({ err: error, request_id: requestIdOf(response) }, 'unhandled error');
+    sendError(response, gatewayError('api_error', internalErrorMessage));
+  });
+
+  return app;
+}
+
+/** The operator-facing port: health now; the admin API and dashboard live here too. */
+export function createAdminApp(): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/healthz', (_request, response) => {
+    response.json({ status: 'ok' });
+  });
+  return app;
+}

@@ -1,0 +1,17 @@
+/** Raw token counts of one request, as the upstream reported them. */
+export interface TokenCounts {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadInputTokens: number;
+  cacheCreationInputTokens: number;
+}
+
+/** DESIGN.md §3: input + output + ceil(10 % of cache reads) + ceil(125 % of cache writes). */
+export function billableTokens(counts: TokenCounts): number {
+  return (
+    counts.inputTokens +
+    counts.outputTokens +
+    Math.ceil(counts.cacheReadInputTokens / 10) +
+    Math.ceil((counts.cacheCreationInputTokens * 5) / 4)
+  );
+}

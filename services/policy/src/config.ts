@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { env, readEnv } from '@gw/config';
+
+const schema = z.object({
+  LOG_LEVEL: env.logLevel(),
+  GRPC_HOST: env.host('127.0.0.1'),
+  GRPC_PORT: env.port(50052),
+  METRICS_HOST: env.host('127.0.0.1'),
+  METRICS_PORT: env.port(9466),
+  GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
+});
+
+export type PolicyConfig = z.infer<typeof schema>;
+
+export function readPolicyConfig(): PolicyConfig {
+  return readEnv(schema);
+}

@@ -1,0 +1,25 @@
+import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { startGrpcServer } from '@gw/grpc';
+import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { Catalogue } from './catalogue';
+import { readPolicyConfig } from './config';
+import { policyService } from './server';
+
+void runOrExit(async () => {
+  const config = readPolicyConfig();
+  const catalogue = new Catalogue(await loadGatewayConfig(config.GATEWAY_CONFIG));
+  const logger = createLogger('policy', config.LOG_LEVEL);
+  const metrics = await startMetricsServer('policy', config.METRICS_HOST, config.METRICS_PORT);
+  const grpc = await startGrpcServer({
+    host: config.GRPC_HOST,
+    port: config.GRPC_PORT,
+    services: [policyService(catalogue)],
+    onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+  });
+  grpc.setServing(true);
+  logger.info({ port: grpc.port }, 'policy serving');
+  onShutdown(logger, async () => {
+    await grpc.shutdown(5_000);
+    await metrics.close();
+  });
+});

@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { env, readEnv } from '@gw/config';
+
+const schema = z.object({
+  LOG_LEVEL: env.logLevel(),
+  GRPC_HOST: env.host('127.0.0.1'),
+  GRPC_PORT: env.port(50053),
+  METRICS_HOST: env.host('127.0.0.1'),
+  METRICS_PORT: env.port(9467),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// URL').default('redis://127.0.0.1:6379'),
+  GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
+  /** A concurrency lease expires this long after its last renewal, so a crashed caller leaks nothing. */
+  LEASE_TTL_MS: env.positiveInt(30_000),
+});
+
+export type QuotaConfig = z.infer<typeof schema>;
+
+export function readQuotaConfig(): QuotaConfig {
+  return readEnv(schema);
+}

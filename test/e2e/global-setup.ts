@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { createKafka, ensureTopics } from '@gw/kafka';
+import { portsWithOffset, repoRoot, seedDemo, startServices, stateDir } from '@gw/local-stack';
+import type { Harness } from './harness';
+import { harnessFile } from './harness';
+
+const database = 'gateway_e2e';
+const usageTopic = 'gateway.usage.v1.e2e';
+/** A port range beside the one `make up` uses, so the tests never touch a developer's stack. */
+const portOffset = 10_000;
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the integration tests through \`make test\``);
+  return value;
+}
+
+async function recreateDatabase(adminUrl: string): Promise<string> {
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${database}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Starts the six services and the simulated upstream as real processes against real infrastructure. */
+export default async function globalSetup(): Promise<void> {
+  const state = stateDir(join(repoRoot, '.local', 'e2e'));
+  await rm(state.root, { recursive: true, force: true });
+  await mkdir(state.root, { recursive: true });
+  const databaseUrl = await recreateDatabase(required('DATABASE_URL'));
+  const kafkaBrokers = required('KAFKA_BROKERS');
+  const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'e2e-setup' });
+  await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);
+  const ports = portsWithOffset(portOffset);
+  const secrets = {
+    ADMIN_TOKEN: `gw_operator_${randomBytes(24).toString('base64url')}`,
+    KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}`,
+  };
+  await startServices({
+    repoRoot,
+    state,
+    ports,
+    infra: { databaseUrl, redisUrl: required('REDIS_URL'), kafkaBrokers },
+    secrets,
+    gatewayConfig: join(repoRoot, 'deploy/local/gateway.yaml'),
+    usageTopic,
+    consumerGroup: 'gateway-metering-e2e',
+    logLevel: 'debug',
+  });
+  const authAddress = `127.0.0.1:${ports.grpc.auth}`;
+  const demo = await seedDemo(authAddress, {});
+  const description: Harness = {
+    baseUrl: `http://127.0.0.1:${ports.http}`,
+    adminUrl: `http://127.0.0.1:${ports.admin}`,
+    simUrls: [`http://127.0.0.1:${ports.sim.eu}`, `http://127.0.0.1:${ports.sim.uk}`],
+    databaseUrl,
+    kafkaBrokers: kafkaBrokers.split(','),
+    usageTopic,
+    authAddress,
+    logsDir: state.logs,
+    accountId: demo.accountId,
+    testKey: demo.testKey,
+    liveKey: demo.liveKey,
+  };
+  await writeFile(harnessFile, JSON.stringify(description, null, 2));
+}

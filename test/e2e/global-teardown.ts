@@ -1,0 +1,6 @@
+import { join } from 'node:path';
+import { repoRoot, serviceNames, stateDir, stopServices } from '@gw/local-stack';
+
+export default async function globalTeardown(): Promise<void> {
+  await stopServices({ state: stateDir(join(repoRoot, '.local', 'e2e')) }, serviceNames);
+}

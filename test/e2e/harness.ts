@@ -1,0 +1,24 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '@gw/local-stack';
+
+/** What the global setup started, for the tests to use. */
+export interface Harness {
+  baseUrl: string;
+  adminUrl: string;
+  simUrls: string[];
+  databaseUrl: string;
+  kafkaBrokers: string[];
+  usageTopic: string;
+  authAddress: string;
+  logsDir: string;
+  accountId: string;
+  testKey: string;
+  liveKey: string;
+}
+
+export const harnessFile = join(repoRoot, '.local', 'e2e', 'harness.json');
+
+export function harness(): Harness {
+  return JSON.parse(readFileSync(harnessFile, 'utf8')) as Harness;
+}

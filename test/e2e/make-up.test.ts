@@ -1,0 +1,99 @@
+import { execFile } from 'node:child_process';
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Anthropic from '@anthropic-ai/sdk';
+import { portsWithOffset, readEnvFile, repoRoot } from '@gw/local-stack';
+
+const run = promisify(execFile);
+
+/** A whole second stack beside the developer's and the other tests': its own ports and state. */
+const portOffset = 2_000;
+const infraPorts = { GW_PG_PORT: '25432', GW_REDIS_PORT: '26379', GW_KAFKA_PORT: '29092' };
+
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Processes whose command line names the state directory (PostgreSQL, Redis, Kafka, services' logs). */
+async function processesMentioning(text: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(text)) found.push(`${entry}: ${cmdline.replace(/\0/g, ' ')}`);
+  }
+  return found;
+}
+
+describe('make up and make down', () => {
+  let state: string;
+  const env = () => ({ ...process.env, ...infraPorts, GW_STATE_DIR: state, GW_PORT_OFFSET: String(portOffset) });
+  const make = (target: string) =>
+    run('make', ['--no-print-directory', target], { cwd: repoRoot, env: env(), maxBuffer: 64 * 1024 * 1024 });
+
+  beforeAll(async () => {
+    state = await mkdtemp(join(tmpdir(), 'gw-make-up-'));
+    // PostgreSQL runs as its own user and must reach its data directory inside.
+    await chmod(state, 0o755);
+  });
+
+  afterAll(async () => {
+    await make('down').catch(() => undefined);
+    await rm(state, { recursive: true, force: true });
+  });
+
+  it('comes up, serves the SDK, comes up again changing nothing, and goes down leaving nothing running', async () => {
+    const first = await make('up');
+    expect(first.stdout).toContain('started:');
+    const stack = await readEnvFile(join(state, 'stack.env'));
+    const ports = portsWithOffset(portOffset);
+    expect(stack).toEqual({
+      GW_BASE_URL: `http://127.0.0.1:${ports.http}`,
+      GW_ADMIN_URL: `http://127.0.0.1:${ports.admin}`,
+      GW_ADMIN_TOKEN: expect.stringMatching(/.{20,}/),
+      GW_DEMO_ACCOUNT: expect.stringMatching(/^acct_/),
+      GW_DEMO_TEST_KEY: expect.stringMatching(/^gw_test_[A-Za-z0-9]{32}$/),
+      GW_DEMO_LIVE_KEY: expect.stringMatching(/^gw_live_[A-Za-z0-9]{32}$/),
+      GW_SIM_URLS: `http://127.0.0.1:${ports.sim.eu},http://127.0.0.1:${ports.sim.uk}`,
+    });
+    expect(first.stdout).toContain(stack.GW_DEMO_LIVE_KEY);
+
+    const sdk = new Anthropic({ baseURL: stack.GW_BASE_URL, apiKey: stack.GW_DEMO_TEST_KEY, maxRetries: 0 });
+    const message = await sdk.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    expect(message.type).toBe('message');
+
+    const second = await make('up');
+    expect(second.stdout).toContain('already running; nothing changed');
+    expect(await readEnvFile(join(state, 'stack.env'))).toEqual(stack);
+
+    await make('down');
+    const allPorts = [
+      ports.http,
+      ports.admin,
+      ...Object.values(ports.grpc),
+      ...Object.values(ports.metrics),
+      ports.sim.eu,
+      ports.sim.uk,
+      ...Object.values(infraPorts).map(Number),
+    ];
+    const stillListening = (await Promise.all(allPorts.map(async (port) => ((await listening(port)) ? port : 0)))).filter(
+      (port) => port !== 0,
+    );
+    expect(stillListening).toEqual([]);
+    expect(await processesMentioning(state)).toEqual([]);
+  }, 600_000);
+});
