@@ -44,6 +44,7 @@ export function parseMessagesBody(raw: Buffer): Result<MessagesBody> {
   if (result.success) return ok(result.data);
   const issue = result.error.issues[0]!;
   const field = issue.path.join('.');
-  const missing = issue.code === 'invalid_type' && issue.input === undefined;
+  const given = issue.path.reduce<unknown>((node, key) => (node as Record<PropertyKey, unknown> | undefined)?.[key], json);
+  const missing = issue.code === 'invalid_type' && given === undefined;
   return invalid(missing ? `${field}: Field required.` : `${field}: ${issue.message}.`);
 }

@@ -1,0 +1,51 @@
+import { presentedKey } from '../src/credentials';
+import { sseFrame } from '../src/sse';
+import { parseMessagesBody } from '../src/validation';
+import { billableTokens } from '../src/weighting';
+
+describe('presentedKey', () => {
+  it('prefers Authorization: Bearer over x-api-key', () => {
+    expect(presentedKey('Bearer gw_live_a', 'gw_live_b')).toBe('gw_live_a');
+    expect(presentedKey(undefined, 'gw_live_b')).toBe('gw_live_b');
+    expect(presentedKey('Basic abc', 'gw_live_b')).toBe('');
+    expect(presentedKey(undefined, undefined)).toBe('');
+  });
+});
+
+describe('parseMessagesBody', () => {
+  const body = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));
+  const valid = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+
+  it('accepts a valid body and keeps unknown fields', () => {
+    expect(parseMessagesBody(body({ ...valid, temperature: 0.5, stream: true }))).toEqual({
+      ok: true,
+      value: { ...valid, temperature: 0.5, stream: true },
+    });
+  });
+
+  it.each([
+    ['{not json', 'The request body is not valid JSON.'],
+    ['[1]', 'The request body must be a JSON object.'],
+    [{ ...valid, model: undefined }, 'model: Field required.'],
+    [{ ...valid, max_tokens: 1.5 }, 'max_tokens: expected a positive integer.'],
+    [{ ...valid, messages: [] }, 'messages: expected at least one message.'],
+    [{ ...valid, messages: [{ role: 'robot', content: 'x' }] }, 'messages.0.role: expected "user" or "assistant".'],
+    [{ ...valid, stream: 'yes' }, 'stream: expected a boolean.'],
+  ])('refuses %j with a message naming the field', (input, message) => {
+    expect(parseMessagesBody(body(input))).toEqual({ ok: false, error: { type: 'invalid_request_error', message } });
+  });
+});
+
+describe('billableTokens', () => {
+  it('weights cache reads at 10 % and cache writes at 125 %, rounding up', () => {
+    expect(billableTokens({ inputTokens: 100, outputTokens: 50, cacheReadInputTokens: 15, cacheCreationInputTokens: 3 })).toBe(
+      100 + 50 + 2 + 4,
+    );
+  });
+});
+
+describe('sseFrame', () => {
+  it('writes an event line, a data line and a blank line', () => {
+    expect(sseFrame('message_stop', '{"type":"message_stop"}')).toBe('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+  });
+});
