@@ -39,7 +39,7 @@ export default async function globalSetup(): Promise<void> {
   await mkdir(state.root, { recursive: true });
   const databaseUrl = await recreateDatabase(required('DATABASE_URL'));
   const kafkaBrokers = required('KAFKA_BROKERS');
-  const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'e2e-setup' });
+  const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'e2e-setup', log: () => undefined });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);
   const ports = portsWithOffset(portOffset);
   const secrets = {

@@ -13,7 +13,7 @@ const h = harness();
 
 /** Every message on the usage topic, read from the beginning by a throwaway consumer group. */
 async function readWholeTopic(): Promise<Buffer[]> {
-  const kafka = createKafka({ brokers: h.kafkaBrokers, clientId: 'e2e-topic-reader' });
+  const kafka = createKafka({ brokers: h.kafkaBrokers, clientId: 'e2e-topic-reader', log: () => undefined });
   const admin = kafka.admin();
   await admin.connect();
   const offsets = await admin.fetchTopicOffsets(h.usageTopic);

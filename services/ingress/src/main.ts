@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { runOrExit } from '@gw/config';
+import { create, eventsv1 } from '@gw/proto';
 import { createKafka, UsageEventProducer } from '@gw/kafka';
 import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { createClients } from './clients';
@@ -21,9 +22,9 @@ void runOrExit(async () => {
   const kafka = createKafka({
     brokers: config.KAFKA_BROKERS,
     clientId: 'ingress',
-    log: (level, message, extra) => logger[level]({ ...extra }, message),
+    log: (level, message, fields) => logger[level](fields, message),
   });
-  const producer = new UsageEventProducer(kafka, config.USAGE_TOPIC);
+  const producer = new UsageEventProducer(kafka, { topic: config.USAGE_TOPIC });
   await producer.connect();
   const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
   const requestLog = logger.child({ event: 'request' });
@@ -33,7 +34,7 @@ void runOrExit(async () => {
       {
         clients,
         recordUsage: (event) =>
-          producer.send(event).catch((error: unknown) =>
+          producer.send(create(eventsv1.UsageEventSchema, event)).catch((error: unknown) =>
             logger.error({ err: error, request_id: event.eventId }, 'usage event not delivered'),
           ),
         logRequest: (fields) => requestLog.info(fields),
