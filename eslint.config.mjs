@@ -2,7 +2,9 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', 'packages/proto/src/gen/**', '.local/**', '.cache/**', 'coverage/**'] },
+  {
+    ignores: ['**/node_modules/**', '**/dist/**', 'packages/proto/src/gen/**', '.local/**', '.cache/**', 'coverage/**'],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -11,5 +13,13 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly' } } },
+  {
+    // The jest configs are CommonJS scripts.
+    files: ['**/*.js'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', module: 'writable', __dirname: 'readonly' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

@@ -90,9 +90,9 @@ describe('make up and make down', () => {
       ports.sim.uk,
       ...Object.values(infraPorts).map(Number),
     ];
-    const stillListening = (await Promise.all(allPorts.map(async (port) => ((await listening(port)) ? port : 0)))).filter(
-      (port) => port !== 0,
-    );
+    const stillListening = (
+      await Promise.all(allPorts.map(async (port) => ((await listening(port)) ? port : 0)))
+    ).filter((port) => port !== 0);
     expect(stillListening).toEqual([]);
     expect(await processesMentioning(state)).toEqual([]);
   }, 600_000);

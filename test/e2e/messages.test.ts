@@ -5,28 +5,49 @@ import { waitForUsageRow } from './usage';
 const h = harness();
 const model = 'claude-sonnet-4-5';
 
+/** Response headers of the last call, seen through the SDK's own fetch. */
+let lastHeaders: Headers | undefined;
+const recordingFetch: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  lastHeaders = response.headers;
+  return response;
+};
+
 function client(options: { apiKey?: string; authToken?: string } = {}) {
-  return new Anthropic({ baseURL: h.baseUrl, maxRetries: 0, apiKey: null, authToken: null, ...options });
+  return new Anthropic({
+    baseURL: h.baseUrl,
+    maxRetries: 0,
+    apiKey: null,
+    authToken: null,
+    fetch: recordingFetch,
+    ...options,
+  });
 }
 
 describe('POST /v1/messages with the official SDK', () => {
   it('returns a Message for a live key, echoed by the simulated upstream', async () => {
-    const { data, response } = await client({ apiKey: h.liveKey })
-      .messages.create({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Hello from the gateway test' }] })
-      .withResponse();
-    expect(data.type).toBe('message');
-    expect(data.role).toBe('assistant');
-    expect(data.content).toEqual([expect.objectContaining({ type: 'text', text: 'Hello from the gateway test' })]);
-    expect(data.usage.output_tokens).toBeGreaterThan(0);
-    expect(data._request_id).toMatch(/^req_[A-Za-z0-9]{24}$/);
-    expect(data._request_id).toBe(response.headers.get('x-request-id'));
-    expect(response.headers.get('request-id')).toBe(data._request_id);
-    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const message = await client({ apiKey: h.liveKey }).messages.create({
+      model,
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'Hello from the gateway test' }],
+    });
+    expect(message.type).toBe('message');
+    expect(message.role).toBe('assistant');
+    expect(message.content).toEqual([expect.objectContaining({ type: 'text', text: 'Hello from the gateway test' })]);
+    expect(message.usage.output_tokens).toBeGreaterThan(0);
+    expect(message._request_id).toMatch(/^req_[A-Za-z0-9]{24}$/);
+    expect(message._request_id).toBe(lastHeaders?.get('x-request-id'));
+    expect(lastHeaders?.get('request-id')).toBe(message._request_id);
+    expect(lastHeaders?.get('content-type')).toMatch(/^application\/json/);
   });
 
   it('streams the same text that a non-streamed request returns', async () => {
     const sdk = client({ apiKey: h.liveKey });
-    const params = { model, max_tokens: 256, messages: [{ role: 'user' as const, content: 'one two three four five' }] };
+    const params = {
+      model,
+      max_tokens: 256,
+      messages: [{ role: 'user' as const, content: 'one two three four five' }],
+    };
     const created = await sdk.messages.create(params);
     const stream = sdk.messages.stream(params);
     const events: string[] = [];

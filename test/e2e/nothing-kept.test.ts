@@ -57,9 +57,10 @@ describe('nothing a caller sent is kept', () => {
     };
     const created = await sdk.messages.create(params);
     expect(JSON.stringify(created.content)).toContain(marker);
-    const streamed = await sdk.messages.stream(params).finalMessage();
+    const stream = sdk.messages.stream(params);
+    await stream.finalMessage();
     await waitForUsageRow(h.databaseUrl, created._request_id!);
-    await waitForUsageRow(h.databaseUrl, streamed._request_id!);
+    await waitForUsageRow(h.databaseUrl, stream.request_id!);
 
     const logFiles = await readdir(h.logsDir);
     expect(logFiles.length).toBeGreaterThanOrEqual(6);

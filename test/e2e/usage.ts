@@ -2,7 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 
 /** Polls for a request's usage row, which arrives asynchronously through Kafka. */
-export async function waitForUsageRow(databaseUrl: string, requestId: string, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+export async function waitForUsageRow(
+  databaseUrl: string,
+  requestId: string,
+  timeoutMs = 20_000,
+): Promise<Record<string, unknown>> {
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
   try {
