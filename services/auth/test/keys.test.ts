@@ -15,15 +15,25 @@ describe('KeyFormat', () => {
   });
 
   it('does not recognise malformed keys', () => {
-    for (const bad of ['', 'gw_live_short', `gw_prod_${'a'.repeat(32)}`, `xx_live_${'a'.repeat(32)}`, `gw_live_${'a'.repeat(31)}!`]) {
+    for (const bad of [
+      '',
+      'gw_live_short',
+      `gw_prod_${'a'.repeat(32)}`,
+      `xx_live_${'a'.repeat(32)}`,
+      `gw_live_${'a'.repeat(31)}!`,
+    ]) {
       expect(format.environmentOf(bad)).toBeUndefined();
     }
   });
 
   it('hashes under a pepper, differently for each pepper', () => {
     const key = format.issue('live').key;
-    expect(hashKey(key, { id: 'p1', secret: 's'.repeat(16) })).not.toEqual(hashKey(key, { id: 'p2', secret: 't'.repeat(16) }));
-    expect(hashKey(key, { id: 'p1', secret: 's'.repeat(16) })).toEqual(hashKey(key, { id: 'p1', secret: 's'.repeat(16) }));
+    expect(hashKey(key, { id: 'p1', secret: 's'.repeat(16) })).not.toEqual(
+      hashKey(key, { id: 'p2', secret: 't'.repeat(16) }),
+    );
+    expect(hashKey(key, { id: 'p1', secret: 's'.repeat(16) })).toEqual(
+      hashKey(key, { id: 'p1', secret: 's'.repeat(16) }),
+    );
   });
 
   it('draws every base62 character', () => {
