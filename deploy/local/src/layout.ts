@@ -17,7 +17,13 @@ export function portsWithOffset(offset: number): Ports {
   return {
     http: 8080 + offset,
     admin: 8081 + offset,
-    grpc: { auth: 50051 + offset, policy: 50052 + offset, quota: 50053 + offset, router: 50054 + offset, metering: 50055 + offset },
+    grpc: {
+      auth: 50051 + offset,
+      policy: 50052 + offset,
+      quota: 50053 + offset,
+      router: 50054 + offset,
+      metering: 50055 + offset,
+    },
     metrics: {
       ingress: 9464 + offset,
       auth: 9465 + offset,

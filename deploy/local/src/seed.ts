@@ -17,7 +17,11 @@ const demoKeys = [
  * seed is kept when its keys still verify; otherwise a fresh account and keys are made.
  */
 export async function seedDemo(authAddress: string, previous: Partial<DemoSeed>): Promise<DemoSeed> {
-  const auth = createServiceClient(authv1.AuthService, { address: authAddress, callee: 'auth', defaultTimeoutMs: 5_000 });
+  const auth = createServiceClient(authv1.AuthService, {
+    address: authAddress,
+    callee: 'auth',
+    defaultTimeoutMs: 5_000,
+  });
   try {
     if (previous.accountId && previous.testKey && previous.liveKey) {
       const checks = await Promise.all(

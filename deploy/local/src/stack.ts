@@ -47,7 +47,10 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
   const { ports, infra } = options;
   const base = { LOG_LEVEL: options.logLevel ?? 'info', METRICS_HOST: loopback, GRPC_HOST: loopback };
   const grpc = (name: keyof Ports['grpc']) => `${loopback}:${ports.grpc[name]}`;
-  const simUrls = { SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`, SIM_UK_URL: `http://${loopback}:${ports.sim.uk}` };
+  const simUrls = {
+    SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`,
+    SIM_UK_URL: `http://${loopback}:${ports.sim.uk}`,
+  };
   return [
     {
       name: 'sim-upstream',

@@ -39,7 +39,11 @@ export const env = {
       .max(65535, 'expected a port number between 0 and 65535')
       .default(fallback),
   positiveInt: (fallback: number) =>
-    z.coerce.number({ error: 'expected a positive integer' }).int('expected a positive integer').positive('expected a positive integer').default(fallback),
+    z.coerce
+      .number({ error: 'expected a positive integer' })
+      .int('expected a positive integer')
+      .positive('expected a positive integer')
+      .default(fallback),
   host: (fallback: string) => z.string().min(1, 'expected a host name or address').default(fallback),
   /** host:port */
   address: (fallback: string) =>
@@ -62,6 +66,11 @@ export const env = {
           .map((item) => item.trim())
           .filter((item) => item.length > 0),
       ),
-  logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'expected one of fatal, error, warn, info, debug, trace, silent' }).default('info'),
+  logLevel: () =>
+    z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+        error: 'expected one of fatal, error, warn, info, debug, trace, silent',
+      })
+      .default('info'),
   secret: () => z.string({ error: 'expected a secret' }).min(16, 'expected a secret of at least 16 characters'),
 };

@@ -14,7 +14,9 @@ const poolSchema = z.strictObject({
   id,
   region: id,
   adapter: z.enum(['anthropic']),
-  endpoints: z.array(z.strictObject({ url: z.url({ error: 'expected a URL' }) })).min(1, 'expected at least one endpoint'),
+  endpoints: z
+    .array(z.strictObject({ url: z.url({ error: 'expected a URL' }) }))
+    .min(1, 'expected at least one endpoint'),
   /** Name of the environment variable that holds the upstream credential; read only by the router. */
   credentialEnv: z.string().optional(),
 });
@@ -24,7 +26,9 @@ const modelSchema = z.strictObject({
   displayName: z.string().min(1),
   createdAt: z.iso.datetime({ offset: true, error: 'expected an ISO 8601 timestamp' }),
   pricing: z.strictObject({ inputGbpPerMtok: gbp, outputGbpPerMtok: gbp }),
-  servedBy: z.array(z.strictObject({ pool: id, upstreamModel: z.string().min(1) })).min(1, 'expected at least one pool'),
+  servedBy: z
+    .array(z.strictObject({ pool: id, upstreamModel: z.string().min(1) }))
+    .min(1, 'expected at least one pool'),
 });
 
 const planSchema = z.strictObject({
@@ -56,7 +60,11 @@ export const gatewayConfigSchema = z
     const aliases = new Set(config.models.map((model) => model.alias));
     config.pools.forEach((pool, index) => {
       if (!regionIds.has(pool.region)) {
-        context.addIssue({ code: 'custom', path: ['pools', index, 'region'], message: `unknown region "${pool.region}"` });
+        context.addIssue({
+          code: 'custom',
+          path: ['pools', index, 'region'],
+          message: `unknown region "${pool.region}"`,
+        });
       }
     });
     config.models.forEach((model, index) => {
@@ -74,7 +82,11 @@ export const gatewayConfigSchema = z
       if (plan.models === 'all') return;
       plan.models.forEach((alias, aliasIndex) => {
         if (!aliases.has(alias)) {
-          context.addIssue({ code: 'custom', path: ['plans', index, 'models', aliasIndex], message: `unknown model "${alias}"` });
+          context.addIssue({
+            code: 'custom',
+            path: ['plans', index, 'models', aliasIndex],
+            message: `unknown model "${alias}"`,
+          });
         }
       });
     });
@@ -91,7 +103,8 @@ export type Jurisdiction = RegionConfig['jurisdiction'];
 function interpolate(text: string, env: NodeJS.ProcessEnv): string {
   return text.replace(/\$\{([A-Z0-9_]+)(?::-([^}]*))?\}/g, (whole, name: string, fallback?: string) => {
     const value = env[name] ?? fallback;
-    if (value === undefined) throw new ConfigError(`invalid gateway configuration: ${whole} is used but ${name} is not set`);
+    if (value === undefined)
+      throw new ConfigError(`invalid gateway configuration: ${whole} is used but ${name} is not set`);
     return value;
   });
 }
@@ -121,7 +134,9 @@ export function parseGatewayConfig(text: string, env: NodeJS.ProcessEnv = proces
   const result = gatewayConfigSchema.safeParse(raw);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  throw new ConfigError(`invalid gateway configuration: ${describePath(issue.path, raw) || '(root)'}: ${issue.message}`);
+  throw new ConfigError(
+    `invalid gateway configuration: ${describePath(issue.path, raw) || '(root)'}: ${issue.message}`,
+  );
 }
 
 /** Reads the YAML file once at start. */
@@ -130,7 +145,9 @@ export async function loadGatewayConfig(path: string, env: NodeJS.ProcessEnv = p
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`invalid gateway configuration: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new ConfigError(
+      `invalid gateway configuration: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
   }
   return parseGatewayConfig(text, env);
 }

@@ -22,7 +22,10 @@ plans:
 
 describe('readEnv', () => {
   it('applies defaults and coerces numbers', () => {
-    expect(readEnv(schema, { DATABASE_URL: 'postgres://x' })).toEqual({ GRPC_PORT: 50051, DATABASE_URL: 'postgres://x' });
+    expect(readEnv(schema, { DATABASE_URL: 'postgres://x' })).toEqual({
+      GRPC_PORT: 50051,
+      DATABASE_URL: 'postgres://x',
+    });
   });
 
   it('names the variable and the value in one line', () => {

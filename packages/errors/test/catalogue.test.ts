@@ -29,7 +29,9 @@ describe('error catalogue', () => {
         'residency_unavailable',
       ].sort(),
     );
-    expect(retryHeaders(gatewayError('quota_exceeded', 'x', { retryAfterMs: 5000 }))).toEqual({ 'x-should-retry': 'false' });
+    expect(retryHeaders(gatewayError('quota_exceeded', 'x', { retryAfterMs: 5000 }))).toEqual({
+      'x-should-retry': 'false',
+    });
   });
 
   it('rounds retry-after up to whole seconds and keeps the exact milliseconds', () => {

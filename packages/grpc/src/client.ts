@@ -24,7 +24,11 @@ type UntypedUnary = (
   options: { deadline?: Date },
   callback: (error: ServiceError | null, response: unknown) => void,
 ) => { cancel(): void };
-type UntypedServerStream = (request: unknown, metadata: Metadata, options: { deadline?: Date }) => ClientReadableStream<unknown>;
+type UntypedServerStream = (
+  request: unknown,
+  metadata: Metadata,
+  options: { deadline?: Date },
+) => ClientReadableStream<unknown>;
 
 function deadline(options: CallOptions | undefined, fallbackMs: number): Date | undefined {
   const ms = options?.timeoutMs ?? fallbackMs;

@@ -46,7 +46,11 @@ describe('gRPC adapter over loopback', () => {
   const address = () => `127.0.0.1:${server.port}`;
 
   it('carries a success and a GatewayError value across the wire unchanged', async () => {
-    const client = createServiceClient(policyv1.PolicyService, { address: address(), callee: 'policy', defaultTimeoutMs: 2_000 });
+    const client = createServiceClient(policyv1.PolicyService, {
+      address: address(),
+      callee: 'policy',
+      defaultTimeoutMs: 2_000,
+    });
     const success = await client.authorize({ model: 'pool-a' });
     expect(success.ok && success.value.pools[0]?.poolId).toBe('pool-a');
     expect(await client.authorize({ model: 'limited' })).toEqual({
@@ -62,7 +66,11 @@ describe('gRPC adapter over loopback', () => {
   });
 
   it('turns a handler that throws into api_error without its details, and reports it', async () => {
-    const client = createServiceClient(policyv1.PolicyService, { address: address(), callee: 'policy', defaultTimeoutMs: 2_000 });
+    const client = createServiceClient(policyv1.PolicyService, {
+      address: address(),
+      callee: 'policy',
+      defaultTimeoutMs: 2_000,
+    });
     const result = await client.authorize({ model: 'throw' });
     expect(result).toEqual({ ok: false, error: expect.objectContaining({ type: 'api_error' }) });
     expect(JSON.stringify(result)).not.toContain('bug');
@@ -71,7 +79,11 @@ describe('gRPC adapter over loopback', () => {
   });
 
   it('streams responses, then the failure as the last item', async () => {
-    const client = createServiceClient(routerv1.RouterService, { address: address(), callee: 'router', defaultTimeoutMs: 0 });
+    const client = createServiceClient(routerv1.RouterService, {
+      address: address(),
+      callee: 'router',
+      defaultTimeoutMs: 0,
+    });
     const seen: string[] = [];
     for await (const item of client.complete({ requestId: 'fail' })) {
       seen.push(item.ok ? (item.value.event.case ?? '') : item.error.type);
@@ -81,7 +93,11 @@ describe('gRPC adapter over loopback', () => {
   });
 
   it('maps an unreachable service to overloaded_error naming it', async () => {
-    const client = createServiceClient(policyv1.PolicyService, { address: '127.0.0.1:1', callee: 'policy', defaultTimeoutMs: 500 });
+    const client = createServiceClient(policyv1.PolicyService, {
+      address: '127.0.0.1:1',
+      callee: 'policy',
+      defaultTimeoutMs: 500,
+    });
     const result = await client.authorize({ model: 'x' });
     expect(result).toEqual({
       ok: false,

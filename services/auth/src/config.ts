@@ -1,19 +1,20 @@
 import { z } from 'zod';
 import { env, readEnv } from '@gw/config';
 
-const pepperList = z
-  .string({ error: 'expected id:secret[,id:secret…]' })
-  .transform((value, context) => {
-    const peppers = value.split(',').map((entry) => {
-      const separator = entry.indexOf(':');
-      return { id: entry.slice(0, separator).trim(), secret: entry.slice(separator + 1).trim() };
-    });
-    if (peppers.some((pepper) => !/^[A-Za-z0-9_-]+$/.test(pepper.id) || pepper.secret.length < 16)) {
-      context.addIssue({ code: 'custom', message: 'expected id:secret[,id:secret…] with secrets of at least 16 characters' });
-      return z.NEVER;
-    }
-    return peppers;
+const pepperList = z.string({ error: 'expected id:secret[,id:secret…]' }).transform((value, context) => {
+  const peppers = value.split(',').map((entry) => {
+    const separator = entry.indexOf(':');
+    return { id: entry.slice(0, separator).trim(), secret: entry.slice(separator + 1).trim() };
   });
+  if (peppers.some((pepper) => !/^[A-Za-z0-9_-]+$/.test(pepper.id) || pepper.secret.length < 16)) {
+    context.addIssue({
+      code: 'custom',
+      message: 'expected id:secret[,id:secret…] with secrets of at least 16 characters',
+    });
+    return z.NEVER;
+  }
+  return peppers;
+});
 
 const schema = z.object({
   LOG_LEVEL: env.logLevel(),
@@ -21,11 +22,16 @@ const schema = z.object({
   GRPC_PORT: env.port(50051),
   METRICS_HOST: env.host('127.0.0.1'),
   METRICS_PORT: env.port(9465),
-  DATABASE_URL: z.string({ error: 'expected a PostgreSQL URL' }).regex(/^postgres(ql)?:\/\//, 'expected a PostgreSQL URL'),
+  DATABASE_URL: z
+    .string({ error: 'expected a PostgreSQL URL' })
+    .regex(/^postgres(ql)?:\/\//, 'expected a PostgreSQL URL'),
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
   /** The first pepper signs new keys; the others still verify, so a pepper can be rotated. */
   KEY_PEPPERS: pepperList,
-  KEY_ISSUER: z.string().regex(/^[a-z]{2,12}$/, 'expected 2 to 12 lower-case letters').default('gw'),
+  KEY_ISSUER: z
+    .string()
+    .regex(/^[a-z]{2,12}$/, 'expected 2 to 12 lower-case letters')
+    .default('gw'),
 });
 
 export type AuthConfig = z.infer<typeof schema>;

@@ -52,7 +52,10 @@ export class KeyService {
     }
     if (found.account.suspendedAt !== null) {
       return err(
-        gatewayError('permission_error', 'The account this API key belongs to is suspended. Contact your account administrator.'),
+        gatewayError(
+          'permission_error',
+          'The account this API key belongs to is suspended. Contact your account administrator.',
+        ),
       );
     }
     if (found.key.allowedIps !== null && !isAddressAllowed(sourceAddress, found.key.allowedIps)) {
@@ -62,7 +65,8 @@ export class KeyService {
   }
 
   async createAccount(name: string, plan: string): Promise<Result<AccountRecord>> {
-    if (name.trim().length === 0) return err(gatewayError('invalid_request_error', 'name: expected a non-empty string.'));
+    if (name.trim().length === 0)
+      return err(gatewayError('invalid_request_error', 'name: expected a non-empty string.'));
     if (!this.config.plans.some((candidate) => candidate.id === plan)) {
       return err(gatewayError('invalid_request_error', `plan: unknown plan "${plan}".`));
     }
@@ -87,14 +91,20 @@ export class KeyService {
         ),
       );
     }
-    if (request.name.trim().length === 0) return err(gatewayError('invalid_request_error', 'name: expected a non-empty string.'));
+    if (request.name.trim().length === 0)
+      return err(gatewayError('invalid_request_error', 'name: expected a non-empty string.'));
     const badAddress = request.allowedIps?.find((entry) => parseAllowedEntry(entry) === undefined);
     if (badAddress !== undefined) {
       return err(
-        gatewayError('invalid_request_error', `allowed_ips: "${badAddress}" is not an IPv4 or IPv6 address or CIDR range.`),
+        gatewayError(
+          'invalid_request_error',
+          `allowed_ips: "${badAddress}" is not an IPv4 or IPv6 address or CIDR range.`,
+        ),
       );
     }
-    const unknownModel = request.allowedModels?.find((alias) => !this.config.models.some((model) => model.alias === alias));
+    const unknownModel = request.allowedModels?.find(
+      (alias) => !this.config.models.some((model) => model.alias === alias),
+    );
     if (unknownModel !== undefined) {
       return err(gatewayError('invalid_request_error', `allowed_models: unknown model "${unknownModel}".`));
     }

@@ -12,7 +12,9 @@ void runOrExit(async () => {
   const config = readAuthConfig();
   const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
   const logger = createLogger('auth', config.LOG_LEVEL);
-  const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'idle database connection failed'));
+  const pool = createPool(config.DATABASE_URL, (error) =>
+    logger.error({ err: error }, 'idle database connection failed'),
+  );
   const keys = new KeyService(new AuthStore(pool), new KeyFormat(config.KEY_ISSUER), config.KEY_PEPPERS, gatewayConfig);
   const metrics = await startMetricsServer('auth', config.METRICS_HOST, config.METRICS_PORT);
   const grpc = await startGrpcServer({

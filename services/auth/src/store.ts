@@ -127,7 +127,9 @@ export class AuthStore {
 
   /** The key and its account whose stored hash is one of the given hashes (one per pepper). */
   async findKeyByHashes(hashes: Buffer[]): Promise<{ key: KeyRecord; account: AccountRecord } | undefined> {
-    const { rows } = await this.pool.query<KeyRow & { a_name: string; a_plan: string; a_suspended_at: Date | null; a_created_at: Date }>(
+    const { rows } = await this.pool.query<
+      KeyRow & { a_name: string; a_plan: string; a_suspended_at: Date | null; a_created_at: Date }
+    >(
       `SELECT k.id, k.account_id, k.name, k.environment, k.key_hash, k.pepper_id, k.display_prefix, k.residency,
          k.privacy_mode, k.allowed_models, k.allowed_ips, k.expires_at, k.created_at, k.last_used_at, k.revoked_at,
          a.name AS a_name, a.plan AS a_plan, a.suspended_at AS a_suspended_at, a.created_at AS a_created_at

@@ -6,11 +6,27 @@ import type { IngressConfig } from './config';
 export function createClients(config: IngressConfig) {
   const timeout = config.CONTROL_CALL_TIMEOUT_MS;
   return {
-    auth: createServiceClient(authv1.AuthService, { address: config.AUTH_ADDRESS, callee: 'auth', defaultTimeoutMs: timeout }),
-    policy: createServiceClient(policyv1.PolicyService, { address: config.POLICY_ADDRESS, callee: 'policy', defaultTimeoutMs: timeout }),
-    quota: createServiceClient(quotav1.QuotaService, { address: config.QUOTA_ADDRESS, callee: 'quota', defaultTimeoutMs: timeout }),
+    auth: createServiceClient(authv1.AuthService, {
+      address: config.AUTH_ADDRESS,
+      callee: 'auth',
+      defaultTimeoutMs: timeout,
+    }),
+    policy: createServiceClient(policyv1.PolicyService, {
+      address: config.POLICY_ADDRESS,
+      callee: 'policy',
+      defaultTimeoutMs: timeout,
+    }),
+    quota: createServiceClient(quotav1.QuotaService, {
+      address: config.QUOTA_ADDRESS,
+      callee: 'quota',
+      defaultTimeoutMs: timeout,
+    }),
     // No deadline: a completion lives as long as its stream; the client's disconnect cancels it.
-    router: createServiceClient(routerv1.RouterService, { address: config.ROUTER_ADDRESS, callee: 'router', defaultTimeoutMs: 0 }),
+    router: createServiceClient(routerv1.RouterService, {
+      address: config.ROUTER_ADDRESS,
+      callee: 'router',
+      defaultTimeoutMs: 0,
+    }),
   };
 }
 

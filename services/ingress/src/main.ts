@@ -34,9 +34,11 @@ void runOrExit(async () => {
       {
         clients,
         recordUsage: (event) =>
-          producer.send(create(eventsv1.UsageEventSchema, event)).catch((error: unknown) =>
-            logger.error({ err: error, request_id: event.eventId }, 'usage event not delivered'),
-          ),
+          producer
+            .send(create(eventsv1.UsageEventSchema, event))
+            .catch((error: unknown) =>
+              logger.error({ err: error, request_id: event.eventId }, 'usage event not delivered'),
+            ),
         logRequest: (fields) => requestLog.info(fields),
       },
       { bodyLimitBytes: config.BODY_LIMIT_BYTES, ssePingIntervalMs: config.SSE_PING_INTERVAL_MS, logger },

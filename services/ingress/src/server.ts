@@ -131,7 +131,10 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
   app.use((request: Request, response: Response) => {
     sendError(
       response,
-      gatewayError('not_found_error', `Unknown endpoint: ${request.method} ${request.path}. See GET /v1/models for models.`),
+      gatewayError(
+        'not_found_error',
+        `Unknown endpoint: ${request.method} ${request.path}. See GET /v1/models for models.`,
+      ),
     );
   });
 

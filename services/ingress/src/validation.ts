@@ -15,7 +15,9 @@ const messagesBody = z.looseObject({
     .array(
       z.looseObject({
         role: z.enum(['user', 'assistant'], { error: 'expected "user" or "assistant"' }),
-        content: z.union([z.string(), z.array(contentBlock)], { error: 'expected a string or an array of content blocks' }),
+        content: z.union([z.string(), z.array(contentBlock)], {
+          error: 'expected a string or an array of content blocks',
+        }),
       }),
       { error: 'expected an array of messages' },
     )
@@ -44,7 +46,10 @@ export function parseMessagesBody(raw: Buffer): Result<MessagesBody> {
   if (result.success) return ok(result.data);
   const issue = result.error.issues[0]!;
   const field = issue.path.join('.');
-  const given = issue.path.reduce<unknown>((node, key) => (node as Record<PropertyKey, unknown> | undefined)?.[key], json);
+  const given = issue.path.reduce<unknown>(
+    (node, key) => (node as Record<PropertyKey, unknown> | undefined)?.[key],
+    json,
+  );
   const missing = issue.code === 'invalid_type' && given === undefined;
   return invalid(missing ? `${field}: Field required.` : `${field}: ${issue.message}.`);
 }

@@ -38,14 +38,16 @@ describe('parseMessagesBody', () => {
 
 describe('billableTokens', () => {
   it('weights cache reads at 10 % and cache writes at 125 %, rounding up', () => {
-    expect(billableTokens({ inputTokens: 100, outputTokens: 50, cacheReadInputTokens: 15, cacheCreationInputTokens: 3 })).toBe(
-      100 + 50 + 2 + 4,
-    );
+    expect(
+      billableTokens({ inputTokens: 100, outputTokens: 50, cacheReadInputTokens: 15, cacheCreationInputTokens: 3 }),
+    ).toBe(100 + 50 + 2 + 4);
   });
 });
 
 describe('sseFrame', () => {
   it('writes an event line, a data line and a blank line', () => {
-    expect(sseFrame('message_stop', '{"type":"message_stop"}')).toBe('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+    expect(sseFrame('message_stop', '{"type":"message_stop"}')).toBe(
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    );
   });
 });

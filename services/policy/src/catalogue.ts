@@ -40,7 +40,10 @@ export class Catalogue {
     const model = this.models.get(alias);
     if (!model) {
       return err(
-        gatewayError('not_found_error', `model: "${alias}" is not a known model. List the models you can use with GET /v1/models.`),
+        gatewayError(
+          'not_found_error',
+          `model: "${alias}" is not a known model. List the models you can use with GET /v1/models.`,
+        ),
       );
     }
     const plan = this.plans.get(key.plan);
@@ -54,7 +57,12 @@ export class Catalogue {
     for (const serving of model.servedBy) {
       const pool = this.pools.get(serving.pool);
       if (pool && pool.jurisdiction === key.residency) {
-        candidates.push({ poolId: serving.pool, jurisdiction: pool.jurisdiction, region: pool.region, upstreamModel: serving.upstreamModel });
+        candidates.push({
+          poolId: serving.pool,
+          jurisdiction: pool.jurisdiction,
+          region: pool.region,
+          upstreamModel: serving.upstreamModel,
+        });
       }
     }
     if (candidates.length === 0) {

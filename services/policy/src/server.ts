@@ -16,12 +16,20 @@ export function policyService(catalogue: Catalogue) {
       const residency = key && jurisdictions[key.residency];
       // Fail closed: a key without a known residency tier is never routed anywhere.
       if (!key || !residency) {
-        return err(gatewayError('residency_unavailable', 'This API key has no valid residency tier; the request was not routed.'));
+        return err(
+          gatewayError(
+            'residency_unavailable',
+            'This API key has no valid residency tier; the request was not routed.',
+          ),
+        );
       }
       // Only `off` exists so far; any other mode refuses rather than sending text unprocessed.
       if (key.privacyMode !== PrivacyMode.OFF) {
         return err(
-          gatewayError('api_error', 'The privacy mode of this API key is not available; the request was not forwarded.'),
+          gatewayError(
+            'api_error',
+            'The privacy mode of this API key is not available; the request was not forwarded.',
+          ),
         );
       }
       const decision = catalogue.authorize(

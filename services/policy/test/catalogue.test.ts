@@ -39,11 +39,15 @@ describe('Catalogue.authorize', () => {
   it('returns only pools inside the key jurisdiction', () => {
     expect(catalogue.authorize(proEu, 'claude-sonnet-4-5')).toEqual({
       ok: true,
-      value: [{ poolId: 'anthropic-eu-west', jurisdiction: 'eu', region: 'eu-west', upstreamModel: 'claude-sonnet-4-5' }],
+      value: [
+        { poolId: 'anthropic-eu-west', jurisdiction: 'eu', region: 'eu-west', upstreamModel: 'claude-sonnet-4-5' },
+      ],
     });
     expect(catalogue.authorize({ ...proEu, residency: 'uk' }, 'claude-sonnet-4-5')).toEqual({
       ok: true,
-      value: [{ poolId: 'anthropic-uk-south', jurisdiction: 'uk', region: 'uk-south', upstreamModel: 'claude-sonnet-4-5' }],
+      value: [
+        { poolId: 'anthropic-uk-south', jurisdiction: 'uk', region: 'uk-south', upstreamModel: 'claude-sonnet-4-5' },
+      ],
     });
   });
 });

@@ -7,7 +7,10 @@ const schema = z.object({
   GRPC_PORT: env.port(50053),
   METRICS_HOST: env.host('127.0.0.1'),
   METRICS_PORT: env.port(9467),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// URL').default('redis://127.0.0.1:6379'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'expected a redis:// URL')
+    .default('redis://127.0.0.1:6379'),
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
   /** A concurrency lease expires this long after its last renewal, so a crashed caller leaks nothing. */
   LEASE_TTL_MS: env.positiveInt(30_000),

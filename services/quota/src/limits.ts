@@ -13,7 +13,14 @@ export interface Lease {
 }
 
 interface LimitScripts {
-  gwAcquire(rpmKey: string, inflightKey: string, rpm: number, concurrency: number, leaseId: string, ttlMs: number): Promise<[number, number, number]>;
+  gwAcquire(
+    rpmKey: string,
+    inflightKey: string,
+    rpm: number,
+    concurrency: number,
+    leaseId: string,
+    ttlMs: number,
+  ): Promise<[number, number, number]>;
   gwRenew(inflightKey: string, leaseId: string, ttlMs: number): Promise<number>;
 }
 
@@ -53,9 +60,13 @@ export class Limits {
     } catch {
       // Never admit unchecked: without Redis nothing is decided.
       return err(
-        gatewayError('overloaded_error', 'The gateway cannot check rate limits right now. Retry with exponential backoff.', {
-          retryAfterMs: 1000,
-        }),
+        gatewayError(
+          'overloaded_error',
+          'The gateway cannot check rate limits right now. Retry with exponential backoff.',
+          {
+            retryAfterMs: 1000,
+          },
+        ),
       );
     }
     const window = { limit: requestsPerMinute, remaining: Math.max(0, requestsPerMinute - count), resetUnixMs };

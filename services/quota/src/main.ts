@@ -11,7 +11,11 @@ void runOrExit(async () => {
   const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
   const logger = createLogger('quota', config.LOG_LEVEL);
   // Fail fast while Redis is away rather than queueing decisions behind a reconnect.
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 });
+  const redis = new Redis(config.REDIS_URL, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+  });
   redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection problem'));
   const limits = new Limits(redis, new Map(gatewayConfig.plans.map((plan) => [plan.id, plan])), config.LEASE_TTL_MS);
   const metrics = await startMetricsServer('quota', config.METRICS_HOST, config.METRICS_PORT);

@@ -11,7 +11,11 @@ function environmentOf(value: commonv1.Environment): Result<Environment> {
 }
 
 const unavailable = () =>
-  err(gatewayError('overloaded_error', 'The gateway cannot reach its limits store. Retry with exponential backoff.', { retryAfterMs: 1000 }));
+  err(
+    gatewayError('overloaded_error', 'The gateway cannot reach its limits store. Retry with exponential backoff.', {
+      retryAfterMs: 1000,
+    }),
+  );
 
 export function quotaService(limits: Limits) {
   return registration(quotav1.QuotaService, {
