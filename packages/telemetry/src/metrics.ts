@@ -2,6 +2,10 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
+// Services define their own metrics on the registry without depending on prom-client themselves.
+export { Counter, Histogram, Gauge } from 'prom-client';
+export type { Registry } from 'prom-client';
+
 export interface MetricsServer {
   registry: Registry;
   close(): Promise<void>;

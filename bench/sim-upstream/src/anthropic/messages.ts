@@ -1,0 +1,177 @@
+import type { Directives } from '../directives';
+import { parseDirectives } from '../directives';
+import { echoChunks } from '../echo';
+import type { SimExchange } from '../exchange';
+import { randomId } from '../ids';
+import { sleep } from '../sleep';
+import { errorBody, sendError } from './errors';
+import type { MessagesRequest } from './request';
+import { validateMessagesRequest } from './request';
+
+/** Options of the Anthropic protocol that apply to every request of a listener. */
+export interface AnthropicSimOptions {
+  /** When set, requests must carry it in `x-api-key`, as the real API demands a key. */
+  apiKey?: string;
+}
+
+/** The echo after max_tokens: what is emitted and why it stops. */
+interface Completion {
+  chunks: string[];
+  stopReason: 'end_turn' | 'max_tokens';
+}
+
+function planEcho(request: MessagesRequest): Completion {
+  const chunks = echoChunks(request.lastUserText);
+  return chunks.length > request.maxTokens
+    ? { chunks: chunks.slice(0, request.maxTokens), stopReason: 'max_tokens' }
+    : { chunks, stopReason: 'end_turn' };
+}
+
+function usage(inputTokens: number, outputTokens: number) {
+  return {
+    input_tokens: inputTokens,
+    output_tokens: outputTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+}
+
+/** `POST /v1/messages`: validates like the real API, then echoes or misbehaves as asked. */
+export async function handleMessages(exchange: SimExchange, options: AnthropicSimOptions): Promise<void> {
+  const { request, response, requestId } = exchange;
+  if (options.apiKey !== undefined && request.headers['x-api-key'] !== options.apiKey) {
+    sendError(response, requestId, 401, 'invalid x-api-key');
+    return;
+  }
+  if (request.headers['anthropic-version'] === undefined) {
+    sendError(response, requestId, 400, 'anthropic-version: header is required');
+    return;
+  }
+  if (exchange.body.kind !== 'json') {
+    sendError(response, requestId, 400, 'There was an issue with the request body: it is not valid JSON.');
+    return;
+  }
+  const validation = validateMessagesRequest(exchange.body.value);
+  if (!validation.ok) {
+    sendError(response, requestId, 400, validation.message);
+    return;
+  }
+  const messagesRequest = validation.value;
+  const parsed = parseDirectives(messagesRequest.lastUserText);
+  if (!parsed.ok) {
+    sendError(response, requestId, 400, parsed.message);
+    return;
+  }
+  const directives = parsed.value;
+  const completion = planEcho(messagesRequest);
+
+  // A non-streamed answer arrives all at once, so its pacing is time before the headers.
+  const paceBeforeHeaders = messagesRequest.stream ? 0 : directives.paceMs * completion.chunks.length;
+  if (!(await sleep(directives.latencyMs + paceBeforeHeaders, exchange.signal))) return;
+
+  if (directives.errorStatus !== undefined) {
+    const retryAfter: Record<string, string> =
+      directives.retryAfterSeconds === undefined ? {} : { 'retry-after': String(directives.retryAfterSeconds) };
+    sendError(
+      response,
+      requestId,
+      directives.errorStatus,
+      `sim: error status ${directives.errorStatus} on request`,
+      retryAfter,
+    );
+    return;
+  }
+  if (messagesRequest.stream) {
+    await streamMessage(exchange, messagesRequest, completion, directives);
+    return;
+  }
+  if (directives.dropAfter !== undefined) {
+    exchange.drop();
+    return;
+  }
+  response.writeHead(200, { 'content-type': 'application/json', 'request-id': requestId });
+  response.end(
+    JSON.stringify({
+      id: randomId('msg_'),
+      type: 'message',
+      role: 'assistant',
+      model: messagesRequest.model,
+      content: [{ type: 'text', text: completion.chunks.join('') }],
+      stop_reason: completion.stopReason,
+      stop_sequence: null,
+      usage: usage(messagesRequest.inputTokens, completion.chunks.length),
+    }),
+  );
+}
+
+async function streamMessage(
+  exchange: SimExchange,
+  request: MessagesRequest,
+  completion: Completion,
+  directives: Directives,
+): Promise<void> {
+  const { response, signal } = exchange;
+  /**
+   * Writes one whole event (never split across writes) and waits until it has left, so that pacing
+   * is real and a drop comes after what was sent; false once the client has gone.
+   */
+  const send = (event: string, data: string): Promise<boolean> =>
+    new Promise((resolve) => {
+      if (signal.aborted) resolve(false);
+      else response.write(`event: ${event}\ndata: ${data}\n\n`, (error) => resolve(!error && !signal.aborted));
+    });
+  const sendJson = (data: { type: string; [field: string]: unknown }) => send(data.type, JSON.stringify(data));
+
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'request-id': exchange.requestId,
+  });
+  const started = await sendJson({
+    type: 'message_start',
+    message: {
+      id: randomId('msg_'),
+      type: 'message',
+      role: 'assistant',
+      model: request.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: usage(request.inputTokens, Math.min(1, completion.chunks.length)),
+    },
+  });
+  if (!started) return;
+  if (!(await sendJson({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }))) return;
+  if (!(await sendJson({ type: 'ping' }))) return;
+
+  const total = completion.chunks.length;
+  for (let sent = 0; ; sent += 1) {
+    if (directives.streamErrorAfter !== undefined && sent === Math.min(directives.streamErrorAfter, total)) {
+      await send('error', errorBody('overloaded_error', 'Overloaded', exchange.requestId));
+      response.end();
+      return;
+    }
+    if (directives.dropAfter !== undefined && sent === Math.min(directives.dropAfter, total)) {
+      exchange.drop();
+      return;
+    }
+    if (sent === total) break;
+    if (!(await sleep(directives.paceMs, signal))) return;
+    const delta = {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text: completion.chunks[sent] },
+    };
+    if (!(await sendJson(delta))) return;
+  }
+
+  if (!(await sendJson({ type: 'content_block_stop', index: 0 }))) return;
+  const finalDelta = {
+    type: 'message_delta',
+    delta: { stop_reason: completion.stopReason, stop_sequence: null },
+    usage: { output_tokens: total },
+  };
+  if (!(await sendJson(finalDelta))) return;
+  if (!(await sendJson({ type: 'message_stop' }))) return;
+  response.end();
+}

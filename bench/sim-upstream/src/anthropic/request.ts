@@ -1,0 +1,82 @@
+/** What the simulator needs from a validated Messages request. */
+export interface MessagesRequest {
+  model: string;
+  maxTokens: number;
+  stream: boolean;
+  /** Text of the last user message: its string content, or its text blocks joined. */
+  lastUserText: string;
+  inputTokens: number;
+}
+
+type Validation = { ok: true; value: MessagesRequest } | { ok: false; message: string };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .filter((block): block is { type: 'text'; text: string } => isRecord(block) && block.type === 'text')
+    .map((block) => (typeof block.text === 'string' ? block.text : ''))
+    .join('');
+}
+
+function totalStringLength(value: unknown): number {
+  if (typeof value === 'string') return value.length;
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + totalStringLength(item), 0);
+  if (isRecord(value)) return Object.values(value).reduce((sum: number, item) => sum + totalStringLength(item), 0);
+  return 0;
+}
+
+/**
+ * A deterministic stand-in for the upstream's token count: a quarter of the characters of every
+ * string in `system`, `messages` and `tools`, rounded up, at least 1.
+ */
+export function estimateInputTokens(body: Record<string, unknown>): number {
+  const characters = totalStringLength(body.system) + totalStringLength(body.messages) + totalStringLength(body.tools);
+  return Math.max(1, Math.ceil(characters / 4));
+}
+
+/** Checks the fields the upstream requires, with messages in the upstream's style. */
+export function validateMessagesRequest(body: unknown): Validation {
+  if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.' };
+  if (body.model === undefined) return { ok: false, message: 'model: Field required' };
+  if (typeof body.model !== 'string' || body.model.length === 0) {
+    return { ok: false, message: 'model: Input should be a non-empty string' };
+  }
+  if (body.max_tokens === undefined) return { ok: false, message: 'max_tokens: Field required' };
+  if (typeof body.max_tokens !== 'number' || !Number.isInteger(body.max_tokens)) {
+    return { ok: false, message: 'max_tokens: Input should be a valid integer' };
+  }
+  if (body.max_tokens < 0) return { ok: false, message: 'max_tokens: Input should be greater than or equal to 0' };
+  if (body.stream !== undefined && typeof body.stream !== 'boolean') {
+    return { ok: false, message: 'stream: Input should be a valid boolean' };
+  }
+  if (body.messages === undefined) return { ok: false, message: 'messages: Field required' };
+  if (!Array.isArray(body.messages)) return { ok: false, message: 'messages: Input should be a valid list' };
+  const messages: unknown[] = body.messages;
+  if (messages.length === 0) return { ok: false, message: 'messages: at least one message is required' };
+  for (const [index, message] of messages.entries()) {
+    if (!isRecord(message)) return { ok: false, message: `messages.${index}: Input should be a valid dictionary` };
+    if (message.role !== 'user' && message.role !== 'assistant') {
+      return { ok: false, message: `messages.${index}.role: Input should be 'user' or 'assistant'` };
+    }
+    if (typeof message.content !== 'string' && !Array.isArray(message.content)) {
+      return { ok: false, message: `messages.${index}.content: Input should be a valid string or list` };
+    }
+  }
+  const lastUser = messages.findLast((message) => isRecord(message) && message.role === 'user') as
+    Record<string, unknown> | undefined;
+  return {
+    ok: true,
+    value: {
+      model: body.model,
+      maxTokens: body.max_tokens,
+      stream: body.stream === true,
+      lastUserText: contentText(lastUser?.content),
+      inputTokens: estimateInputTokens(body),
+    },
+  };
+}

@@ -1,0 +1,5 @@
+export { startSimUpstream } from './server';
+export type { RunningSimUpstream, SimUpstreamOptions } from './server';
+export type { RecordedRequest, RequestOutcome } from './request-log';
+export { echoChunks } from './echo';
+export { estimateInputTokens } from './anthropic/request';

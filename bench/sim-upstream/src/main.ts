@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+import { startSimUpstream } from './server';
+import type { RunningSimUpstream } from './server';
+
+/** One listener per port of SIM_PORTS on SIM_HOST; SIM_API_KEY, when set, is required in x-api-key. */
+function readPorts(value: string): number[] | undefined {
+  const ports = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0)
+    .map(Number);
+  const valid = ports.length > 0 && ports.every((port) => Number.isInteger(port) && port >= 0 && port <= 65535);
+  return valid ? ports : undefined;
+}
+
+async function main(): Promise<void> {
+  const host = process.env.SIM_HOST || '127.0.0.1';
+  const ports = readPorts(process.env.SIM_PORTS || '9101,9102');
+  if (ports === undefined) {
+    process.stderr.write(
+      `invalid configuration: SIM_PORTS: expected a comma list of port numbers (got ${JSON.stringify(process.env.SIM_PORTS)})\n`,
+    );
+    process.exit(2);
+  }
+  const apiKey = process.env.SIM_API_KEY || undefined;
+  const listeners: RunningSimUpstream[] = [];
+  for (const port of ports) {
+    const listener = await startSimUpstream({ host, port, apiKey });
+    listeners.push(listener);
+    process.stdout.write(`${JSON.stringify({ msg: 'sim-upstream listening', url: listener.url })}\n`);
+  }
+  const stop = () => {
+    Promise.all(listeners.map((listener) => listener.close())).then(() => process.exit(0));
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`sim-upstream failed to start: ${(error as Error).message}\n`);
+  process.exit(1);
+});

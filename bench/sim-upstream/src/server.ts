@@ -1,0 +1,145 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sendError } from './anthropic/errors';
+import { handleMessages } from './anthropic/messages';
+import type { ParsedBody, SimExchange } from './exchange';
+import { randomId } from './ids';
+import { RequestLog, withoutCredentials } from './request-log';
+import type { RecordedRequest } from './request-log';
+
+export interface SimUpstreamOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** When set, Messages requests must carry it in `x-api-key`. */
+  apiKey?: string;
+}
+
+export interface RunningSimUpstream {
+  /** Base URL without a trailing slash, e.g. http://127.0.0.1:9101. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** The upstream's own limit (32 MB); bigger bodies get 413 like there. */
+const bodyLimitBytes = 32 * 1024 * 1024;
+const requestLogCapacity = 100;
+
+/** Reads the whole body; undefined when it exceeds the limit. */
+async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > bodyLimitBytes) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function parseBody(raw: Buffer): ParsedBody {
+  try {
+    return { kind: 'json', value: JSON.parse(raw.toString('utf8')) as unknown };
+  } catch {
+    return { kind: 'invalid' };
+  }
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json', 'request-id': randomId('req_') });
+  response.end(JSON.stringify(body));
+}
+
+/** Starts one listener of the simulated upstream. */
+export async function startSimUpstream(options: SimUpstreamOptions): Promise<RunningSimUpstream> {
+  const log = new RequestLog(requestLogCapacity);
+
+  const serveMessages = async (request: IncomingMessage, response: ServerResponse, path: string) => {
+    const requestId = randomId('req_');
+    const raw = await readBody(request);
+    if (raw === undefined) {
+      sendError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
+        connection: 'close',
+      });
+      return;
+    }
+    const body = parseBody(raw);
+    const record: RecordedRequest = {
+      requestId,
+      receivedAt: new Date().toISOString(),
+      method: request.method ?? '',
+      path,
+      headers: withoutCredentials(request.headers),
+      body: body.kind === 'json' ? body.value : null,
+      outcome: 'in_progress',
+    };
+    log.add(record);
+
+    const clientGone = new AbortController();
+    let dropped = false;
+    response.on('close', () => {
+      if (response.writableFinished) record.outcome = 'completed';
+      else {
+        record.outcome = dropped ? 'dropped' : 'client_closed';
+        clientGone.abort();
+      }
+    });
+    const exchange: SimExchange = {
+      request,
+      response,
+      requestId,
+      body,
+      signal: clientGone.signal,
+      drop: () => {
+        dropped = true;
+        request.socket.destroy();
+      },
+    };
+    await handleMessages(exchange, { apiKey: options.apiKey });
+  };
+
+  const dispatch = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const url = new URL(request.url ?? '/', 'http://sim');
+    const route = `${request.method ?? ''} ${url.pathname}`;
+    switch (route) {
+      case 'POST /v1/messages':
+        return serveMessages(request, response, url.pathname + url.search);
+      case 'GET /_sim/requests':
+        return sendJson(response, 200, log.list());
+      case 'DELETE /_sim/requests':
+        log.clear();
+        response.writeHead(204).end();
+        return;
+      default:
+        // Unknown routes answer like the upstream does, in its error envelope.
+        return sendError(response, randomId('req_'), 404, `Not found: ${route}`);
+    }
+  };
+
+  const server = createServer((request, response) => {
+    dispatch(request, response).catch(() => {
+      // Only a bug of the simulator gets here; the client must still get an answer.
+      if (!response.headersSent) sendError(response, randomId('req_'), 500, 'sim: internal error');
+      else response.destroy();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Keep-alive and in-flight connections would hold close() open.
+        server.closeAllConnections();
+      }),
+  };
+}

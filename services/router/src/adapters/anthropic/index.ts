@@ -1,0 +1,71 @@
+import { createParser } from 'eventsource-parser';
+import type { EventSourceMessage } from 'eventsource-parser';
+import { err, ok } from '@gw/errors';
+import type { CompletionStream } from '../../completion';
+import { errorAfterStart } from '../../upstream-errors';
+import type { UpstreamBody } from '../../upstream-http';
+import type { UpstreamAdapter } from '../types';
+import { anthropicAdapterConfig } from './config';
+import type { AnthropicAdapterConfig } from './config';
+import {
+  AnthropicStreamReader,
+  acceptsContentType,
+  parseErrorBody,
+  toUpstreamRequest,
+  usageOfMessage,
+} from './transform';
+
+/** Relays each upstream event verbatim: the data bytes are the upstream's JSON as received. */
+async function* relayEvents(body: UpstreamBody): CompletionStream {
+  const parsed: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (event) => parsed.push(event) });
+  const decoder = new TextDecoder();
+  const reader = new AnthropicStreamReader();
+  for await (const chunk of body) {
+    if (!chunk.ok) {
+      const error = errorAfterStart(chunk.error);
+      if (error) yield err(error);
+      return;
+    }
+    parser.feed(decoder.decode(chunk.value, { stream: true }));
+    for (const event of parsed.splice(0)) {
+      const step = reader.accept(event);
+      if (step.kind === 'fail') {
+        yield err(step.error);
+        return;
+      }
+      if (step.kind === 'relay') yield ok({ kind: 'sse', event: step.event, data: Buffer.from(event.data) });
+    }
+  }
+  const usage = reader.finish();
+  yield usage.ok ? ok({ kind: 'finished', usage: usage.value }) : usage;
+}
+
+async function* relayMessage(body: UpstreamBody): CompletionStream {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) {
+    if (!chunk.ok) {
+      const error = errorAfterStart(chunk.error);
+      if (error) yield err(error);
+      return;
+    }
+    chunks.push(chunk.value);
+  }
+  const json = Buffer.concat(chunks);
+  const usage = usageOfMessage(json.toString('utf8'));
+  if (!usage.ok) {
+    yield usage;
+    return;
+  }
+  yield ok({ kind: 'message', json });
+  yield ok({ kind: 'finished', usage: usage.value });
+}
+
+export function createAnthropicAdapter(config: AnthropicAdapterConfig = anthropicAdapterConfig): UpstreamAdapter {
+  return {
+    buildRequest: (call) => toUpstreamRequest(config, call),
+    acceptsContentType,
+    parseErrorBody,
+    relay: (body, stream) => (stream ? relayEvents(body) : relayMessage(body)),
+  };
+}

@@ -1,0 +1,131 @@
+import { err, gatewayError, ok } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
+import { isJsonObject, noUsage } from '../../completion';
+import type { TokenUsage } from '../../completion';
+import { errorOfUpstreamEvent, malformedUpstreamMessage } from '../../upstream-errors';
+import type { UpstreamHttpRequest } from '../../upstream-http';
+import type { AdapterCall, UpstreamErrorBody } from '../types';
+import type { AnthropicAdapterConfig } from './config';
+
+/**
+ * The caller's request as the upstream's: same body with the pool's model id, the protocol headers
+ * passed through, and the pool's credential. The `stream` field follows the call, so that the relay
+ * reads what it expects.
+ */
+export function toUpstreamRequest(config: AnthropicAdapterConfig, call: AdapterCall): UpstreamHttpRequest {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: call.stream ? 'text/event-stream' : 'application/json',
+    'anthropic-version': config.defaultVersion,
+    'x-request-id': call.requestId,
+  };
+  for (const name of config.forwardedHeaders) {
+    const value = call.headers[name];
+    if (value !== undefined && value !== '') headers[name] = value;
+  }
+  if (call.credential !== undefined) headers[config.credentialHeader] = call.credential;
+  const stream = call.stream || 'stream' in call.body ? { stream: call.stream } : {};
+  return {
+    url: `${call.endpointUrl}${config.messagesPath}`,
+    headers,
+    body: JSON.stringify({ ...call.body, model: call.upstreamModel, ...stream }),
+  };
+}
+
+export function acceptsContentType(contentType: string | undefined, stream: boolean): boolean {
+  const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
+  return stream ? mediaType === 'text/event-stream' : mediaType === 'application/json';
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `{"type":"error","error":{"type":…,"message":…}}`, the upstream's error envelope. */
+export function parseErrorBody(text: string): UpstreamErrorBody {
+  const envelope = parseJson(text);
+  const error = isJsonObject(envelope) ? envelope.error : undefined;
+  if (!isJsonObject(error)) return {};
+  return {
+    type: typeof error.type === 'string' ? error.type : undefined,
+    message: typeof error.message === 'string' ? error.message : undefined,
+  };
+}
+
+/** Applies the counts a wire `usage` object carries over what is known; absent or null fields keep theirs. */
+export function mergeUsage(known: TokenUsage, wire: unknown): TokenUsage {
+  if (!isJsonObject(wire)) return known;
+  const count = (field: string, fallback: number) => {
+    const value = wire[field];
+    return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
+  };
+  return {
+    inputTokens: count('input_tokens', known.inputTokens),
+    outputTokens: count('output_tokens', known.outputTokens),
+    cacheReadInputTokens: count('cache_read_input_tokens', known.cacheReadInputTokens),
+    cacheCreationInputTokens: count('cache_creation_input_tokens', known.cacheCreationInputTokens),
+  };
+}
+
+/** The usage of a non-streamed Message body; a failure when the body is not a Message. */
+export function usageOfMessage(text: string): Result<TokenUsage> {
+  const message = parseJson(text);
+  if (!isJsonObject(message) || message.type !== 'message')
+    return err(gatewayError('api_error', malformedUpstreamMessage));
+  return ok(mergeUsage(noUsage, message.usage));
+}
+
+export type StreamStep = { kind: 'relay'; event: string } | { kind: 'skip' } | { kind: 'fail'; error: GatewayError };
+
+/**
+ * Follows an upstream event stream: which events to relay, the usage so far (message_start, then
+ * the cumulative counts of each message_delta), and whether it ended properly with message_stop.
+ */
+export class AnthropicStreamReader {
+  private usage: TokenUsage = noUsage;
+  private stopped = false;
+
+  accept(event: { event?: string; data: string }): StreamStep {
+    const name = event.event;
+    // The SDKs drop events without a name; so do we, the proto needs one.
+    if (name === undefined || name === '') return { kind: 'skip' };
+    const relay: StreamStep = { kind: 'relay', event: name };
+    switch (name) {
+      case 'message_start': {
+        const data = parseJson(event.data);
+        if (!isJsonObject(data) || !isJsonObject(data.message)) return this.malformed();
+        this.usage = mergeUsage(this.usage, data.message.usage);
+        return relay;
+      }
+      case 'message_delta': {
+        const data = parseJson(event.data);
+        if (!isJsonObject(data)) return this.malformed();
+        this.usage = mergeUsage(this.usage, data.usage);
+        return relay;
+      }
+      case 'message_stop':
+        this.stopped = true;
+        return relay;
+      case 'error': {
+        const reported = parseErrorBody(event.data);
+        return { kind: 'fail', error: errorOfUpstreamEvent(reported.type, reported.message) };
+      }
+      default:
+        return relay;
+    }
+  }
+
+  /** The final usage once the body has ended; a failure when it ended before message_stop. */
+  finish(): Result<TokenUsage> {
+    if (!this.stopped) return err(gatewayError('api_error', 'The model service ended the stream early. Retry once.'));
+    return ok(this.usage);
+  }
+
+  private malformed(): StreamStep {
+    return { kind: 'fail', error: gatewayError('api_error', malformedUpstreamMessage) };
+  }
+}

@@ -1,0 +1,69 @@
+import type { Jurisdiction } from '@gw/config';
+import type { Result } from '@gw/errors';
+
+/** Token counts of one completion, as the upstream (or the stub) reported them. */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadInputTokens: number;
+  cacheCreationInputTokens: number;
+}
+
+export const noUsage: TokenUsage = {
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadInputTokens: 0,
+  cacheCreationInputTokens: 0,
+};
+
+/** A pool policy allowed for the request, in the order policy ranked them. */
+export interface CandidatePool {
+  poolId: string;
+  /** The model id the pool's upstream knows the alias by. */
+  upstreamModel: string;
+}
+
+/** One call of Complete, decoded from the wire. */
+export interface CompletionRequest {
+  requestId: string;
+  environment: 'live' | 'test';
+  /** The key's residency tier; undefined when the key carries none (then no pool qualifies). */
+  residency: Jurisdiction | undefined;
+  /** The model alias the caller asked for. */
+  model: string;
+  candidates: CandidatePool[];
+  /** The Messages request body, JSON. */
+  body: Uint8Array;
+  stream: boolean;
+  /** Request headers the upstream protocol cares about, names in lower case. */
+  headers: Record<string, string>;
+}
+
+/**
+ * What a completion produces, in order: one `started`, then `sse` events (streamed) or one
+ * `message` (not streamed), then one `finished`. A failure is a GatewayError value and ends it.
+ */
+export type CompletionEvent =
+  | { kind: 'started'; poolId: string; region: string }
+  | { kind: 'sse'; event: string; data: Uint8Array }
+  | { kind: 'message'; json: Uint8Array }
+  | { kind: 'finished'; usage: TokenUsage };
+
+export type CompletionStream = AsyncGenerator<Result<CompletionEvent>, void, undefined>;
+
+/** Shapes of a Messages request body that more than one module reads. */
+export type JsonObject = Record<string, unknown>;
+
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The request body as a JSON object, or undefined when it is not one. */
+export function parseJsonObject(bytes: Uint8Array): JsonObject | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    return isJsonObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}

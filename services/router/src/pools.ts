@@ -1,0 +1,85 @@
+import type { GatewayConfig, Jurisdiction, PoolConfig } from '@gw/config';
+import { gatewayError } from '@gw/errors';
+import type { GatewayError } from '@gw/errors';
+import type { CompletionRequest } from './completion';
+
+/** An upstream pool as the router uses it. */
+export interface Pool {
+  id: string;
+  region: string;
+  jurisdiction: Jurisdiction;
+  adapter: PoolConfig['adapter'];
+  /** Base URLs without a trailing slash, tried in order. */
+  endpoints: string[];
+  /** Env var holding the upstream credential; undefined when the upstream needs none. */
+  credentialEnv: string | undefined;
+}
+
+export type PoolDirectory = ReadonlyMap<string, Pool>;
+
+export function createPoolDirectory(config: GatewayConfig): PoolDirectory {
+  const jurisdictions = new Map(config.regions.map((region) => [region.id, region.jurisdiction]));
+  return new Map(
+    config.pools.map((pool) => [
+      pool.id,
+      {
+        id: pool.id,
+        region: pool.region,
+        // The config schema guarantees every pool's region exists.
+        jurisdiction: jurisdictions.get(pool.region)!,
+        adapter: pool.adapter,
+        endpoints: pool.endpoints.map((endpoint) => endpoint.url.replace(/\/+$/, '')),
+        credentialEnv: pool.credentialEnv,
+      },
+    ]),
+  );
+}
+
+export interface PlannedPool {
+  pool: Pool;
+  upstreamModel: string;
+}
+
+export type SkipReason = 'unknown_pool' | 'outside_residency' | 'no_upstream_model';
+
+export interface RoutePlan {
+  /** The candidates the router will try, in the order given. */
+  pools: PlannedPool[];
+  /** Candidates left out, for the logs: each is a disagreement with policy that should not happen. */
+  skipped: { poolId: string; reason: SkipReason }[];
+}
+
+/**
+ * The pools to try: the request's candidates, in order, and only those the router's own config puts
+ * inside the key's residency tier. Fail-closed: a key without a tier gets none; no other pool is
+ * ever added.
+ */
+export function planRoute(
+  request: Pick<CompletionRequest, 'candidates' | 'residency'>,
+  directory: PoolDirectory,
+): RoutePlan {
+  const plan: RoutePlan = { pools: [], skipped: [] };
+  for (const candidate of request.candidates) {
+    const pool = directory.get(candidate.poolId);
+    if (pool === undefined) plan.skipped.push({ poolId: candidate.poolId, reason: 'unknown_pool' });
+    else if (pool.jurisdiction !== request.residency)
+      plan.skipped.push({ poolId: pool.id, reason: 'outside_residency' });
+    else if (candidate.upstreamModel === '') plan.skipped.push({ poolId: pool.id, reason: 'no_upstream_model' });
+    else plan.pools.push({ pool, upstreamModel: candidate.upstreamModel });
+  }
+  return plan;
+}
+
+/** The refusal when no candidate is left: residency, unless the router does not know a pool policy chose. */
+export function noRouteError(plan: RoutePlan, model: string): GatewayError {
+  if (plan.skipped.some((skipped) => skipped.reason === 'unknown_pool')) {
+    return gatewayError(
+      'api_error',
+      'The gateway has no route for this request. Retry once, then contact support quoting the x-request-id header.',
+    );
+  }
+  return gatewayError(
+    'residency_unavailable',
+    `No upstream inside the key's residency tier can serve model "${model}". The request was not sent to any other region.`,
+  );
+}

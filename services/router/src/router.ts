@@ -1,0 +1,65 @@
+import type { CompletionRequest, CompletionStream, TokenUsage } from './completion';
+import { completeLive } from './live-completion';
+import type { LiveCompletionDeps } from './live-completion';
+import { completeWithTestStub } from './test-stub';
+import type { TestStubOptions } from './test-stub';
+
+export interface RouterDeps extends LiveCompletionDeps {
+  testStub: TestStubOptions;
+}
+
+export interface Router {
+  complete(request: CompletionRequest, signal: AbortSignal): CompletionStream;
+}
+
+/**
+ * Test keys go to the stub, live keys upstream. Every call ends with one log line and its metrics:
+ * ids, pool, outcome, timings and token counts, never text.
+ */
+export function createRouter(deps: RouterDeps): Router {
+  const { logger, metrics } = deps;
+  return {
+    async *complete(request, signal) {
+      const began = performance.now();
+      let poolId = '';
+      let firstByteMs: number | undefined;
+      let usage: TokenUsage | undefined;
+      let outcome = 'incomplete';
+      const source =
+        request.environment === 'test'
+          ? completeWithTestStub(request, signal, deps.testStub)
+          : completeLive(request, signal, deps);
+      try {
+        for await (const item of source) {
+          if (!item.ok) outcome = item.error.type;
+          else if (item.value.kind === 'started') {
+            poolId = item.value.poolId;
+            firstByteMs = Math.round(performance.now() - began);
+          } else if (item.value.kind === 'finished') {
+            usage = item.value.usage;
+            outcome = 'ok';
+          }
+          yield item;
+        }
+      } finally {
+        if (outcome === 'incomplete' && signal.aborted) outcome = 'cancelled';
+        const durationMs = Math.round(performance.now() - began);
+        metrics.completion({ environment: request.environment, poolId, outcome }, durationMs / 1000, usage);
+        logger.info(
+          {
+            requestId: request.requestId,
+            environment: request.environment,
+            model: request.model,
+            stream: request.stream,
+            poolId,
+            outcome,
+            firstByteMs,
+            durationMs,
+            ...usage,
+          },
+          'completion ended',
+        );
+      }
+    },
+  };
+}

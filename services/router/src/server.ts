@@ -1,0 +1,77 @@
+import { err, gatewayError, internalErrorMessage, ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import type { MethodsOf, ServiceHandlers } from '@gw/grpc';
+import { commonv1, routerv1 } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+import type { Logger } from '@gw/telemetry';
+import type { CompletionEvent, CompletionRequest } from './completion';
+import type { Router } from './router';
+
+type CompleteResponseInit = MessageInitShape<typeof routerv1.CompleteResponseSchema>;
+
+const residencies: Partial<Record<commonv1.Residency, CompletionRequest['residency']>> = {
+  [commonv1.Residency.UK]: 'uk',
+  [commonv1.Residency.EU]: 'eu',
+};
+
+/** The domain's view of a Complete call; a call without a key environment is a caller's bug. */
+export function decodeCompleteRequest(request: routerv1.CompleteRequest): Result<CompletionRequest> {
+  const environment = request.key?.environment;
+  if (environment !== commonv1.Environment.LIVE && environment !== commonv1.Environment.TEST) {
+    return err(gatewayError('api_error', internalErrorMessage));
+  }
+  return ok({
+    requestId: request.requestId,
+    environment: environment === commonv1.Environment.TEST ? 'test' : 'live',
+    residency: request.key && residencies[request.key.residency],
+    model: request.model,
+    candidates: request.pools.map((pool) => ({ poolId: pool.poolId, upstreamModel: pool.upstreamModel })),
+    body: request.bodyJson,
+    stream: request.stream,
+    headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), value])),
+  });
+}
+
+export function encodeCompletionEvent(event: CompletionEvent): CompleteResponseInit {
+  switch (event.kind) {
+    case 'started':
+      return { event: { case: 'started', value: { poolId: event.poolId, region: event.region } } };
+    case 'sse':
+      return { event: { case: 'sse', value: { event: event.event, data: event.data } } };
+    case 'message':
+      return { event: { case: 'message', value: { json: event.json } } };
+    case 'finished':
+      return {
+        event: {
+          case: 'finished',
+          value: {
+            usage: {
+              inputTokens: BigInt(event.usage.inputTokens),
+              outputTokens: BigInt(event.usage.outputTokens),
+              cacheReadInputTokens: BigInt(event.usage.cacheReadInputTokens),
+              cacheCreationInputTokens: BigInt(event.usage.cacheCreationInputTokens),
+            },
+          },
+        },
+      };
+  }
+}
+
+export function routerHandlers(
+  router: Router,
+  logger: Logger,
+): ServiceHandlers<MethodsOf<typeof routerv1.RouterService>> {
+  return {
+    async *complete(request, context) {
+      const decoded = decodeCompleteRequest(request);
+      if (!decoded.ok) {
+        logger.error({ requestId: request.requestId }, 'Complete called without a key environment');
+        yield decoded;
+        return;
+      }
+      for await (const item of router.complete(decoded.value, context.signal)) {
+        yield item.ok ? ok(encodeCompletionEvent(item.value)) : item;
+      }
+    },
+  };
+}

@@ -1,0 +1,260 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { err, errorCatalogue, errorTypes, gatewayError, isErrorType, ok } from '@gw/errors';
+import type { ErrorType, GatewayError } from '@gw/errors';
+import type { CompletionEvent, CompletionRequest, CompletionStream, JsonObject, TokenUsage } from './completion';
+import { isJsonObject, parseJsonObject } from './completion';
+
+/**
+ * The answer for test keys (DESIGN.md §3): deterministic text from a hash of the request, realistic
+ * usage, the upstream's wire format, and magic texts that trigger failures. Never touches an
+ * upstream. See README.md for the magic texts.
+ */
+
+export interface TestStubOptions {
+  /** How long `gw-test:slow` takes overall. */
+  slowDurationMs: number;
+}
+
+export const defaultTestStubOptions: TestStubOptions = { slowDurationMs: 10_000 };
+
+/** Reported as the pool in Started, so that logs and metrics tell stub answers apart. */
+export const testStubPool = { poolId: 'test-stub', region: 'test' } as const;
+
+/** How many deltas `gw-test:stream-error` sends before failing. */
+const deltasBeforeStreamError = 3;
+
+const words = (
+  'the gateway answers with a stub for test keys and never calls any model so every request gets same reply ' +
+  'each time it is sent text tokens stream events arrive in order usage counts look real but nothing billed ' +
+  'quiet river stone bright window harbour lantern meadow copper signal orchard compass paper garden bridge'
+).split(' ');
+
+const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Text of the last user message: its string content, or its text blocks joined. */
+export function lastUserText(body: JsonObject): string {
+  const messages: unknown[] = Array.isArray(body.messages) ? body.messages : [];
+  const last = messages.findLast((message) => isJsonObject(message) && message.role === 'user');
+  const content = isJsonObject(last) ? last.content : undefined;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block) => (isJsonObject(block) && block.type === 'text' && typeof block.text === 'string' ? block.text : ''))
+    .join('');
+}
+
+function totalStringLength(value: unknown): number {
+  if (typeof value === 'string') return value.length;
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + totalStringLength(item), 0);
+  if (isJsonObject(value)) return Object.values(value).reduce((sum: number, item) => sum + totalStringLength(item), 0);
+  return 0;
+}
+
+/** Input tokens as a quarter of the characters in system, messages and tools, at least 1. */
+export function estimateInputTokens(body: JsonObject): number {
+  const characters = totalStringLength(body.system) + totalStringLength(body.messages) + totalStringLength(body.tools);
+  return Math.max(1, Math.ceil(characters / 4));
+}
+
+/** JSON with object keys sorted, so that the same request hashes the same however it was written. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isJsonObject(value)) {
+    const fields = Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`);
+    return `{${fields.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** An endless deterministic byte sequence: SHA-256 of the seed and a block counter. */
+function* hashBytes(seed: string): Generator<number, never> {
+  for (let block = 0; ; block += 1) {
+    yield* createHash('sha256').update(seed).update(String(block)).digest();
+  }
+}
+
+/**
+ * The stub's completion for a request: 8 to 32 words in sentences, chosen by the hash of the request
+ * without its `stream` flag, so that streamed and non-streamed calls read the same. Each chunk is
+ * one output token.
+ */
+export function stubChunks(body: JsonObject): string[] {
+  const { stream: _stream, ...withoutStream } = body;
+  const bytes = hashBytes(canonicalJson(withoutStream));
+  const next = () => bytes.next().value;
+  const count = 8 + (next() % 25);
+  const chunks: string[] = [];
+  let sentenceLeft = 0;
+  for (let i = 0; i < count; i += 1) {
+    let word = words[next() % words.length]!;
+    if (sentenceLeft === 0) {
+      word = word[0]!.toUpperCase() + word.slice(1);
+      sentenceLeft = 4 + (next() % 8);
+    }
+    sentenceLeft -= 1;
+    if (sentenceLeft === 0 || i === count - 1) {
+      word += '.';
+      sentenceLeft = 0;
+    }
+    chunks.push(i === 0 ? word : ` ${word}`);
+  }
+  return chunks;
+}
+
+/** A message id shaped like the upstream's, stable for a request id. */
+function messageId(requestId: string): string {
+  const digest = createHash('sha256').update(requestId).digest();
+  return `msg_${Array.from(digest.subarray(0, 24), (byte) => base62[byte % base62.length]).join('')}`;
+}
+
+type MagicText =
+  { kind: 'none' } | { kind: 'error'; error: GatewayError } | { kind: 'stream-error' } | { kind: 'slow' };
+
+/** Retryable errors carry a wait, as the real ones do. */
+function simulatedError(type: ErrorType): GatewayError {
+  const message = `Simulated ${type} for a test key (magic text "gw-test:error:${type}").`;
+  return gatewayError(type, message, errorCatalogue[type].shouldRetry ? { retryAfterMs: 1000 } : {});
+}
+
+export function magicText(text: string): MagicText {
+  const requestedError = /gw-test:error:([a-z_]*)/.exec(text);
+  if (requestedError) {
+    const type = requestedError[1] ?? '';
+    if (isErrorType(type)) return { kind: 'error', error: simulatedError(type) };
+    return {
+      kind: 'error',
+      error: gatewayError(
+        'invalid_request_error',
+        `Unknown test error type "${type}" in gw-test:error:<type>; use one of: ${errorTypes.join(', ')}.`,
+      ),
+    };
+  }
+  if (text.includes('gw-test:stream-error')) return { kind: 'stream-error' };
+  if (text.includes('gw-test:slow')) return { kind: 'slow' };
+  return { kind: 'none' };
+}
+
+function json(data: unknown): Uint8Array {
+  return Buffer.from(JSON.stringify(data));
+}
+
+function sse(data: { type: string; [field: string]: unknown }): CompletionEvent {
+  return { kind: 'sse', event: data.type, data: json(data) };
+}
+
+/** Waits ms; false when the caller cancelled first. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await delay(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function* completeWithTestStub(
+  request: CompletionRequest,
+  signal: AbortSignal,
+  options: TestStubOptions = defaultTestStubOptions,
+): CompletionStream {
+  const body = parseJsonObject(request.body);
+  if (body === undefined) {
+    yield err(gatewayError('invalid_request_error', 'The request body must be a JSON object.'));
+    return;
+  }
+  const magic = magicText(lastUserText(body));
+  if (magic.kind === 'error') {
+    yield err(magic.error);
+    return;
+  }
+
+  const allChunks = stubChunks(body);
+  const maxTokens = typeof body.max_tokens === 'number' ? Math.max(0, body.max_tokens) : allChunks.length;
+  const chunks = allChunks.slice(0, maxTokens);
+  const stopReason = chunks.length < allChunks.length ? 'max_tokens' : 'end_turn';
+  const usage: TokenUsage = {
+    inputTokens: estimateInputTokens(body),
+    outputTokens: chunks.length,
+    cacheReadInputTokens: 0,
+    cacheCreationInputTokens: 0,
+  };
+  const wireUsage = (outputTokens: number) => ({
+    input_tokens: usage.inputTokens,
+    output_tokens: outputTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  });
+  const model = typeof body.model === 'string' ? body.model : request.model;
+  const id = messageId(request.requestId);
+
+  if (!request.stream) {
+    if (magic.kind === 'slow' && !(await pause(options.slowDurationMs, signal))) return;
+    yield ok({ kind: 'started', ...testStubPool });
+    if (magic.kind === 'stream-error') {
+      yield err(simulatedStreamError());
+      return;
+    }
+    const message = {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text: chunks.join('') }],
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: wireUsage(chunks.length),
+    };
+    yield ok({ kind: 'message', json: json(message) });
+    yield ok({ kind: 'finished', usage });
+    return;
+  }
+
+  yield ok({ kind: 'started', ...testStubPool });
+  yield ok(
+    sse({
+      type: 'message_start',
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: wireUsage(Math.min(1, chunks.length)),
+      },
+    }),
+  );
+  yield ok(sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+  yield ok(sse({ type: 'ping' }));
+  const paceMs = magic.kind === 'slow' ? options.slowDurationMs / Math.max(1, chunks.length) : 0;
+  for (const [index, text] of chunks.entries()) {
+    if (magic.kind === 'stream-error' && index === deltasBeforeStreamError) break;
+    if (paceMs > 0 && !(await pause(paceMs, signal))) return;
+    yield ok(sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+  }
+  if (magic.kind === 'stream-error') {
+    yield err(simulatedStreamError());
+    return;
+  }
+  yield ok(sse({ type: 'content_block_stop', index: 0 }));
+  yield ok(
+    sse({
+      type: 'message_delta',
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: chunks.length },
+    }),
+  );
+  yield ok(sse({ type: 'message_stop' }));
+  yield ok({ kind: 'finished', usage });
+}
+
+function simulatedStreamError(): GatewayError {
+  return gatewayError(
+    'overloaded_error',
+    'Simulated overloaded_error after the stream began (magic text "gw-test:stream-error").',
+  );
+}

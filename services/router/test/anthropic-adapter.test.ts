@@ -1,0 +1,241 @@
+import { err, ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import { createAnthropicAdapter } from '../src/adapters/anthropic';
+import { anthropicAdapterConfig } from '../src/adapters/anthropic/config';
+import {
+  AnthropicStreamReader,
+  acceptsContentType,
+  mergeUsage,
+  parseErrorBody,
+  toUpstreamRequest,
+  usageOfMessage,
+} from '../src/adapters/anthropic/transform';
+import type { AdapterCall } from '../src/adapters';
+import type { CompletionEvent } from '../src/completion';
+import { noUsage } from '../src/completion';
+import type { TransportFailure, UpstreamBody } from '../src/upstream-http';
+
+function call(extra: Partial<AdapterCall> = {}): AdapterCall {
+  return {
+    endpointUrl: 'https://upstream.example/prefix',
+    upstreamModel: 'claude-sonnet-4-5-20250929',
+    body: {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 64,
+      system: 'Be brief.',
+      temperature: 0.2,
+      messages: [{ role: 'user', content: 'Hi' }],
+    },
+    stream: false,
+    headers: {},
+    credential: undefined,
+    requestId: 'req_abc',
+    ...extra,
+  };
+}
+
+describe('toUpstreamRequest', () => {
+  it('posts to the endpoint with the pool model and every other field untouched', () => {
+    const request = toUpstreamRequest(anthropicAdapterConfig, call());
+    expect(request.url).toBe('https://upstream.example/prefix/v1/messages');
+    expect(JSON.parse(request.body)).toEqual({
+      model: 'claude-sonnet-4-5-20250929',
+      max_tokens: 64,
+      system: 'Be brief.',
+      temperature: 0.2,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+  });
+
+  it('defaults anthropic-version, sends no credential when the pool has none', () => {
+    const { headers } = toUpstreamRequest(anthropicAdapterConfig, call());
+    expect(headers).toEqual({
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'anthropic-version': '2023-06-01',
+      'x-request-id': 'req_abc',
+    });
+  });
+
+  it('forwards anthropic-version and anthropic-beta, and sends the credential as x-api-key', () => {
+    const { headers } = toUpstreamRequest(
+      anthropicAdapterConfig,
+      call({
+        headers: { 'anthropic-version': '2024-01-01', 'anthropic-beta': 'b1,b2', 'user-agent': 'not forwarded' },
+        credential: 'sk-upstream',
+        stream: true,
+      }),
+    );
+    expect(headers).toMatchObject({
+      'anthropic-version': '2024-01-01',
+      'anthropic-beta': 'b1,b2',
+      'x-api-key': 'sk-upstream',
+      accept: 'text/event-stream',
+    });
+    expect(headers['user-agent']).toBeUndefined();
+  });
+
+  it('makes the stream field follow the call', () => {
+    const streamed = toUpstreamRequest(anthropicAdapterConfig, call({ stream: true }));
+    expect(JSON.parse(streamed.body).stream).toBe(true);
+    const contradicting = call({ stream: false });
+    contradicting.body.stream = true;
+    expect(JSON.parse(toUpstreamRequest(anthropicAdapterConfig, contradicting).body).stream).toBe(false);
+  });
+});
+
+describe('response checks', () => {
+  it('accepts SSE for streams and JSON for messages only', () => {
+    expect(acceptsContentType('text/event-stream; charset=utf-8', true)).toBe(true);
+    expect(acceptsContentType('application/json', true)).toBe(false);
+    expect(acceptsContentType('application/json', false)).toBe(true);
+    expect(acceptsContentType('text/html', false)).toBe(false);
+    expect(acceptsContentType(undefined, false)).toBe(false);
+  });
+
+  it('reads the upstream error envelope', () => {
+    expect(
+      parseErrorBody('{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: bad"}}'),
+    ).toEqual({ type: 'invalid_request_error', message: 'max_tokens: bad' });
+    expect(parseErrorBody('<html>bad gateway</html>')).toEqual({});
+  });
+
+  it('reads usage from a Message body', () => {
+    const body = JSON.stringify({
+      type: 'message',
+      usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 3, cache_creation_input_tokens: null },
+    });
+    expect(usageOfMessage(body)).toEqual(
+      ok({ inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 3, cacheCreationInputTokens: 0 }),
+    );
+    expect(usageOfMessage('{"type":"error"}')).toMatchObject({ ok: false, error: { type: 'api_error' } });
+  });
+
+  it('keeps known counts where the wire usage has none', () => {
+    const known = { ...noUsage, inputTokens: 7 };
+    expect(mergeUsage(known, { output_tokens: 2 })).toEqual({ ...known, outputTokens: 2 });
+    expect(mergeUsage(known, null)).toBe(known);
+  });
+});
+
+describe('AnthropicStreamReader', () => {
+  it('takes usage from message_start and the cumulative message_delta counts', () => {
+    const reader = new AnthropicStreamReader();
+    const start = {
+      type: 'message_start',
+      message: { usage: { input_tokens: 12, output_tokens: 1, cache_read_input_tokens: 4 } },
+    };
+    expect(reader.accept({ event: 'message_start', data: JSON.stringify(start) })).toEqual({
+      kind: 'relay',
+      event: 'message_start',
+    });
+    reader.accept({ event: 'message_delta', data: '{"type":"message_delta","usage":{"output_tokens":3}}' });
+    reader.accept({ event: 'message_delta', data: '{"type":"message_delta","usage":{"output_tokens":9}}' });
+    reader.accept({ event: 'message_stop', data: '{"type":"message_stop"}' });
+    expect(reader.finish()).toEqual(
+      ok({ inputTokens: 12, outputTokens: 9, cacheReadInputTokens: 4, cacheCreationInputTokens: 0 }),
+    );
+  });
+
+  it('fails a stream that ends before message_stop', () => {
+    const reader = new AnthropicStreamReader();
+    reader.accept({ event: 'message_start', data: '{"type":"message_start","message":{}}' });
+    expect(reader.finish()).toMatchObject({ ok: false, error: { type: 'api_error' } });
+  });
+
+  it('turns an error event into an error of its type when the catalogue knows it, else api_error', () => {
+    const known = new AnthropicStreamReader().accept({
+      event: 'error',
+      data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    });
+    expect(known).toEqual({ kind: 'fail', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    const unknown = new AnthropicStreamReader().accept({
+      event: 'error',
+      data: '{"type":"error","error":{"type":"timeout_error","message":"Timed out"}}',
+    });
+    expect(unknown).toMatchObject({ kind: 'fail', error: { type: 'api_error' } });
+  });
+
+  it('skips events without a name and fails on a malformed message_start', () => {
+    const reader = new AnthropicStreamReader();
+    expect(reader.accept({ data: '{}' })).toEqual({ kind: 'skip' });
+    expect(reader.accept({ event: 'message_start', data: 'not json' })).toMatchObject({ kind: 'fail' });
+  });
+});
+
+async function* bodyOf(...chunks: (string | Uint8Array | TransportFailure)[]): UpstreamBody {
+  for (const chunk of chunks) {
+    if (typeof chunk === 'string') yield ok(Buffer.from(chunk));
+    else if (chunk instanceof Uint8Array) yield ok(chunk);
+    else yield err(chunk);
+  }
+}
+
+async function relayAll(body: UpstreamBody, stream: boolean): Promise<Result<CompletionEvent>[]> {
+  const items: Result<CompletionEvent>[] = [];
+  for await (const item of createAnthropicAdapter().relay(body, stream)) items.push(item);
+  return items;
+}
+
+const streamText = [
+  'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}\n\n',
+  'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+  'event: ping\ndata: {"type": "ping"}\n\n',
+  'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Grüße  "}}\n\n',
+  'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+  'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n',
+  'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+].join('');
+
+describe('relay', () => {
+  it('relays each event verbatim, however the bytes were split, then Finished', async () => {
+    const bytes = Buffer.from(streamText);
+    // Split everywhere, including inside the two-byte "ü".
+    const pieces = Array.from({ length: Math.ceil(bytes.length / 7) }, (_, i) => bytes.subarray(i * 7, i * 7 + 7));
+    const items = await relayAll(bodyOf(...pieces), true);
+    const relayed = items.flatMap((item) =>
+      item.ok && item.value.kind === 'sse'
+        ? [`event: ${item.value.event}\ndata: ${Buffer.from(item.value.data).toString()}\n\n`]
+        : [],
+    );
+    expect(relayed.join('')).toBe(streamText);
+    expect(items.at(-1)).toEqual(
+      ok({
+        kind: 'finished',
+        usage: { inputTokens: 5, outputTokens: 2, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+      }),
+    );
+  });
+
+  it('ends with api_error when the connection breaks mid-stream', async () => {
+    const items = await relayAll(bodyOf(streamText.slice(0, 200), { kind: 'reset', code: 'UND_ERR_SOCKET' }), true);
+    expect(items.at(-1)).toMatchObject({ ok: false, error: { type: 'api_error' } });
+  });
+
+  it('ends quietly when the caller cancelled', async () => {
+    const items = await relayAll(bodyOf(streamText.slice(0, 200), { kind: 'cancelled', code: 'ABORTED' }), true);
+    expect(items.every((item) => item.ok)).toBe(true);
+    expect(items.some((item) => item.ok && item.value.kind === 'finished')).toBe(false);
+  });
+
+  it('relays an upstream error event as an error and stops', async () => {
+    const text = `${streamText.slice(0, streamText.indexOf('event: content_block_stop'))}event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n`;
+    const items = await relayAll(bodyOf(text), true);
+    expect(items.at(-1)).toEqual({ ok: false, error: { type: 'overloaded_error', message: 'Overloaded' } });
+  });
+
+  it('relays a Message body as received, then Finished', async () => {
+    const json =
+      '{"type":"message","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3,"output_tokens":1}}';
+    const items = await relayAll(bodyOf(json.slice(0, 10), json.slice(10)), false);
+    expect(items).toHaveLength(2);
+    const [message, finished] = items;
+    expect(message!.ok && message!.value.kind === 'message' && Buffer.from(message!.value.json).toString()).toBe(json);
+    expect(finished).toEqual(
+      ok({
+        kind: 'finished',
+        usage: { inputTokens: 3, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+      }),
+    );
+  });
+});

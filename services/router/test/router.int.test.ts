@@ -1,0 +1,372 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Result } from '@gw/errors';
+import { createServiceClient, isServing } from '@gw/grpc';
+import type { MethodsOf, ServiceClient } from '@gw/grpc';
+import { commonv1, routerv1 } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+import { echoChunks, estimateInputTokens, startSimUpstream } from '../../../bench/sim-upstream/src';
+import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-upstream/src';
+
+/**
+ * The compiled router as a real process (build first: `pnpm exec tsc -b services/router`), its
+ * pools pointed at an in-process simulated upstream, called over real gRPC.
+ */
+
+const upstreamKey = 'sim-upstream-key-for-router-int';
+/** Appears in every prompt, so that the test can check the router never logs one. */
+const promptMarker = 'zebra4711';
+
+let sim: RunningSimUpstream;
+let router: ChildProcess;
+let routerLogs: string[];
+let configDir: string;
+let client: ServiceClient<MethodsOf<typeof routerv1.RouterService>> & { close(): void };
+
+/** A port nothing listens on: connections to it are refused. */
+async function refusedUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return `http://127.0.0.1:${port}`;
+}
+
+function gatewayYaml(simUrl: string, deadUrl: string): string {
+  return `
+regions:
+  - { id: eu-west, jurisdiction: eu }
+  - { id: uk-south, jurisdiction: uk }
+pools:
+  - id: eu-primary
+    region: eu-west
+    adapter: anthropic
+    endpoints: [{ url: '${deadUrl}' }, { url: '${simUrl}' }]
+    credentialEnv: ROUTER_INT_UPSTREAM_KEY
+  - { id: eu-dead, region: eu-west, adapter: anthropic, endpoints: [{ url: '${deadUrl}' }] }
+  - { id: eu-unkeyed, region: eu-west, adapter: anthropic, endpoints: [{ url: '${simUrl}' }], credentialEnv: ROUTER_INT_UNSET_KEY }
+  - { id: uk-primary, region: uk-south, adapter: anthropic, endpoints: [{ url: '${simUrl}' }], credentialEnv: ROUTER_INT_UPSTREAM_KEY }
+models:
+  - alias: claude-int
+    displayName: Claude Int
+    createdAt: '2025-01-01T00:00:00Z'
+    pricing: { inputGbpPerMtok: 1, outputGbpPerMtok: 5 }
+    servedBy:
+      - { pool: eu-primary, upstreamModel: claude-int-upstream }
+      - { pool: eu-dead, upstreamModel: claude-int-upstream }
+      - { pool: eu-unkeyed, upstreamModel: claude-int-upstream }
+      - { pool: uk-primary, upstreamModel: claude-int-upstream }
+plans:
+  - id: int
+    residency: [eu, uk]
+    models: all
+    limits: { requestsPerMinute: 100, concurrency: 10, monthlyTokens: 1000000 }
+    overage: { enabled: false, gbpPerMtok: 0 }
+`;
+}
+
+async function startRouter(configPath: string): Promise<string> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GATEWAY_CONFIG: configPath,
+    GRPC_PORT: '0',
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'info',
+    ROUTER_INT_UPSTREAM_KEY: upstreamKey,
+  };
+  delete env.ROUTER_INT_UNSET_KEY;
+  router = spawn(process.execPath, [resolve(__dirname, '../dist/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  routerLogs = [];
+  let stderr = '';
+  router.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise<string>((resolveAddress, reject) => {
+    createInterface({ input: router.stdout! }).on('line', (line) => {
+      routerLogs.push(line);
+      const entry = JSON.parse(line) as { msg?: string; grpcPort?: number };
+      if (entry.msg === 'router serving') resolveAddress(`127.0.0.1:${entry.grpcPort}`);
+    });
+    router.once('exit', (code) => reject(new Error(`router exited with ${code}: ${stderr}`)));
+  });
+}
+
+beforeAll(async () => {
+  sim = await startSimUpstream({ host: '127.0.0.1', port: 0, apiKey: upstreamKey });
+  configDir = await mkdtemp(join(tmpdir(), 'router-int-'));
+  const configPath = join(configDir, 'gateway.yaml');
+  await writeFile(configPath, gatewayYaml(sim.url, await refusedUrl()));
+  const address = await startRouter(configPath);
+  expect(await isServing(address)).toBe(true);
+  client = createServiceClient(routerv1.RouterService, { address, callee: 'router', defaultTimeoutMs: 20_000 });
+});
+
+afterAll(async () => {
+  client?.close();
+  if (router && router.exitCode === null) {
+    router.kill('SIGTERM');
+    await once(router, 'exit');
+  }
+  await sim?.close();
+  if (configDir) await rm(configDir, { recursive: true, force: true });
+});
+
+beforeEach(() => fetch(`${sim.url}/_sim/requests`, { method: 'DELETE' }));
+
+async function simRequests(): Promise<RecordedRequest[]> {
+  return (await (await fetch(`${sim.url}/_sim/requests`)).json()) as RecordedRequest[];
+}
+
+type CompleteRequestInit = MessageInitShape<typeof routerv1.CompleteRequestSchema>;
+
+function completeRequest(
+  text: string,
+  options: {
+    stream?: boolean;
+    pools?: string[];
+    environment?: commonv1.Environment;
+    residency?: commonv1.Residency;
+  } = {},
+): CompleteRequestInit & { body: Record<string, unknown> } {
+  const stream = options.stream ?? false;
+  const body = {
+    model: 'claude-int',
+    max_tokens: 256,
+    system: 'You are a test.',
+    messages: [{ role: 'user', content: text }],
+    ...(stream ? { stream: true } : {}),
+  };
+  return {
+    body,
+    requestId: `req_int${Math.random().toString(36).slice(2, 12)}`,
+    key: {
+      keyId: 'key_int',
+      accountId: 'acct_int',
+      environment: options.environment ?? commonv1.Environment.LIVE,
+      residency: options.residency ?? commonv1.Residency.EU,
+    },
+    model: 'claude-int',
+    pools: (options.pools ?? ['eu-primary']).map((poolId) => ({ poolId, upstreamModel: 'claude-int-upstream' })),
+    bodyJson: Buffer.from(JSON.stringify(body)),
+    stream,
+    headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'int-beta-1' },
+  };
+}
+
+async function complete(
+  request: CompleteRequestInit,
+  signal?: AbortSignal,
+): Promise<Result<routerv1.CompleteResponse>[]> {
+  const items: Result<routerv1.CompleteResponse>[] = [];
+  for await (const item of client.complete(request, { signal })) items.push(item);
+  return items;
+}
+
+function kinds(items: Result<routerv1.CompleteResponse>[]): string[] {
+  return items.map((item) => {
+    if (!item.ok) return `error:${item.error.type}`;
+    const { event } = item.value;
+    return event.case === 'sse' ? event.value.event : (event.case ?? 'empty');
+  });
+}
+
+function sseData(items: Result<routerv1.CompleteResponse>[], name: string): { [field: string]: unknown }[] {
+  return items.flatMap((item) =>
+    item.ok && item.value.event.case === 'sse' && item.value.event.value.event === name
+      ? [JSON.parse(Buffer.from(item.value.event.value.data).toString()) as { [field: string]: unknown }]
+      : [],
+  );
+}
+
+function finishedUsage(items: Result<routerv1.CompleteResponse>[]) {
+  const last = items.at(-1);
+  if (!last?.ok || last.value.event.case !== 'finished') throw new Error(`no Finished: ${kinds(items).join(',')}`);
+  const usage = last.value.event.value.usage!;
+  return { input: Number(usage.inputTokens), output: Number(usage.outputTokens) };
+}
+
+describe('router over gRPC', () => {
+  it('relays a streamed live completion verbatim, after Started, with usage in Finished', async () => {
+    const text = `Hello ${promptMarker}, please echo this back.`;
+    const request = completeRequest(text, { stream: true });
+    const items = await complete(request);
+    expect(kinds(items)).toEqual([
+      'started',
+      'message_start',
+      'content_block_start',
+      'ping',
+      ...Array<string>(echoChunks(text).length).fill('content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+      'finished',
+    ]);
+    const started = items[0]!;
+    expect(started.ok && started.value.event.case === 'started' && started.value.event.value).toMatchObject({
+      poolId: 'eu-primary',
+      region: 'eu-west',
+    });
+    const echoed = sseData(items, 'content_block_delta')
+      .map((data) => (data.delta as { text: string }).text)
+      .join('');
+    expect(echoed).toBe(text);
+    expect(finishedUsage(items)).toEqual({ input: estimateInputTokens(request.body), output: echoChunks(text).length });
+
+    const [upstream] = await simRequests();
+    expect(upstream!.body).toEqual({ ...request.body, model: 'claude-int-upstream' });
+    expect(upstream!.headers['anthropic-version']).toBe('2023-06-01');
+    expect(upstream!.headers['anthropic-beta']).toBe('int-beta-1');
+  });
+
+  it('relays a non-streamed live completion as one Message', async () => {
+    const text = `Plain ${promptMarker} answer please`;
+    const request = completeRequest(text);
+    const items = await complete(request);
+    expect(kinds(items)).toEqual(['started', 'message', 'finished']);
+    const message = items[1]!;
+    const json =
+      message.ok && message.value.event.case === 'message' ? message.value.event.value.json : new Uint8Array();
+    expect(JSON.parse(Buffer.from(json).toString())).toMatchObject({
+      type: 'message',
+      model: 'claude-int-upstream',
+      content: [{ type: 'text', text }],
+      stop_reason: 'end_turn',
+    });
+    expect(finishedUsage(items)).toEqual({ input: estimateInputTokens(request.body), output: echoChunks(text).length });
+  });
+
+  it('answers test keys from the stub without touching an upstream', async () => {
+    const request = completeRequest(`Stub ${promptMarker} please`, {
+      stream: true,
+      environment: commonv1.Environment.TEST,
+    });
+    const first = await complete(request);
+    const second = await complete(request);
+    expect(kinds(first)[0]).toBe('started');
+    expect(kinds(first).slice(1, 4)).toEqual(['message_start', 'content_block_start', 'ping']);
+    expect(kinds(first).slice(-4)).toEqual(['content_block_stop', 'message_delta', 'message_stop', 'finished']);
+    expect(sseData(second, 'content_block_delta')).toEqual(sseData(first, 'content_block_delta'));
+    expect(finishedUsage(first).output).toBe(sseData(first, 'content_block_delta').length);
+
+    const refused = await complete(
+      completeRequest('gw-test:error:rate_limit_error', { environment: commonv1.Environment.TEST }),
+    );
+    expect(refused).toEqual([
+      { ok: false, error: expect.objectContaining({ type: 'rate_limit_error', retryAfterMs: 1000 }) },
+    ]);
+    expect(await simRequests()).toEqual([]);
+  });
+
+  it('fails over to the next endpoint and pool before the first byte, never outside the candidates', async () => {
+    const items = await complete(completeRequest(`Failover ${promptMarker}`, { pools: ['eu-dead', 'eu-primary'] }));
+    expect(kinds(items)).toEqual(['started', 'message', 'finished']);
+    const started = items[0]!;
+    expect(started.ok && started.value.event.case === 'started' && started.value.event.value.poolId).toBe('eu-primary');
+    expect(await simRequests()).toHaveLength(1);
+
+    const onlyDead = await complete(completeRequest(`Nowhere ${promptMarker}`, { pools: ['eu-dead'] }));
+    expect(kinds(onlyDead)).toEqual(['error:api_error']);
+    expect(await simRequests()).toHaveLength(1);
+  });
+
+  it('never crosses the key residency', async () => {
+    const items = await complete(completeRequest(`Residency ${promptMarker}`, { pools: ['uk-primary'] }));
+    expect(kinds(items)).toEqual(['error:residency_unavailable']);
+    expect(await simRequests()).toEqual([]);
+  });
+
+  it('turns an upstream 400 into invalid_request_error carrying its message, without failing over', async () => {
+    const items = await complete(completeRequest('sim:error=400', { stream: true }));
+    expect(items).toEqual([
+      {
+        ok: false,
+        error: expect.objectContaining({ type: 'invalid_request_error', message: 'sim: error status 400 on request' }),
+      },
+    ]);
+    expect(await simRequests()).toHaveLength(1);
+  });
+
+  it('turns saturation everywhere into overloaded_error with a wait', async () => {
+    const items = await complete(completeRequest('sim:error=529 sim:retry-after=2'));
+    expect(items).toEqual([
+      { ok: false, error: expect.objectContaining({ type: 'overloaded_error', retryAfterMs: 2000 }) },
+    ]);
+  });
+
+  it('says a credential is not configured when the pool credential env var is unset', async () => {
+    const items = await complete(completeRequest(`Unkeyed ${promptMarker}`, { pools: ['eu-unkeyed'] }));
+    expect(items).toEqual([
+      {
+        ok: false,
+        error: expect.objectContaining({ type: 'overloaded_error', message: expect.stringContaining('credential') }),
+      },
+    ]);
+    expect(await simRequests()).toEqual([]);
+  });
+
+  it('ends with an error after Started when the upstream fails mid-stream', async () => {
+    const items = await complete(completeRequest('one two three four sim:stream-error-after=2', { stream: true }));
+    expect(kinds(items)).toEqual([
+      'started',
+      'message_start',
+      'content_block_start',
+      'ping',
+      'content_block_delta',
+      'content_block_delta',
+      'error:overloaded_error',
+    ]);
+  });
+
+  /** Polls the simulator until its last request is no longer in progress; the outcome and how long it took. */
+  async function upstreamOutcome(since: number): Promise<{ outcome: string | undefined; afterMs: number }> {
+    let outcome: string | undefined;
+    while (Date.now() - since < 5000) {
+      outcome = (await simRequests()).at(-1)?.outcome;
+      if (outcome !== undefined && outcome !== 'in_progress') break;
+      await new Promise((done) => setTimeout(done, 10));
+    }
+    return { outcome, afterMs: Date.now() - since };
+  }
+
+  it('closes the upstream request at once when the caller cancels mid-stream', async () => {
+    // Deltas 1.5 s apart: a close that waited for the next upstream event would come far too late.
+    const controller = new AbortController();
+    let cancelledAt = 0;
+    for await (const item of client.complete(completeRequest('sim:pace=1500 one two three four', { stream: true }), {
+      signal: controller.signal,
+    })) {
+      if (kinds([item])[0] === 'content_block_delta') {
+        cancelledAt = Date.now();
+        controller.abort();
+        break;
+      }
+    }
+    expect(cancelledAt).toBeGreaterThan(0);
+    const { outcome, afterMs } = await upstreamOutcome(cancelledAt);
+    expect(outcome).toBe('client_closed');
+    expect(afterMs).toBeLessThan(750);
+  });
+
+  it('closes the upstream request at once when the caller cancels before the first byte', async () => {
+    const controller = new AbortController();
+    const call = complete(completeRequest('sim:latency=5000 slow to answer'), controller.signal);
+    await new Promise((done) => setTimeout(done, 300));
+    const cancelledAt = Date.now();
+    controller.abort();
+    expect(kinds(await call)).not.toContain('started');
+    const { outcome, afterMs } = await upstreamOutcome(cancelledAt);
+    expect(outcome).toBe('client_closed');
+    expect(afterMs).toBeLessThan(750);
+  });
+
+  it('never logs a prompt or a completion', () => {
+    expect(routerLogs.length).toBeGreaterThan(0);
+    expect(routerLogs.join('\n')).not.toContain(promptMarker);
+    expect(routerLogs.join('\n')).not.toContain(upstreamKey);
+  });
+});

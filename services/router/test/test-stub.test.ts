@@ -1,0 +1,184 @@
+import { errorTypes } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import type { CompletionEvent, CompletionRequest } from '../src/completion';
+import { completeWithTestStub, estimateInputTokens, magicText, stubChunks } from '../src/test-stub';
+
+function stubRequest(text: string, extra: Record<string, unknown> = {}, requestId = 'req_stub'): CompletionRequest {
+  const body = { model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: text }], ...extra };
+  return {
+    requestId,
+    environment: 'test',
+    residency: 'eu',
+    model: 'claude-sonnet-4-5',
+    candidates: [],
+    body: Buffer.from(JSON.stringify(body)),
+    stream: extra.stream === true,
+    headers: {},
+  };
+}
+
+async function collect(request: CompletionRequest, signal = new AbortController().signal, slowDurationMs = 10_000) {
+  const items: Result<CompletionEvent>[] = [];
+  for await (const item of completeWithTestStub(request, signal, { slowDurationMs })) items.push(item);
+  return items;
+}
+
+function sseEvents(items: Result<CompletionEvent>[]) {
+  return items.flatMap((item) =>
+    item.ok && item.value.kind === 'sse'
+      ? [{ event: item.value.event, data: JSON.parse(Buffer.from(item.value.data).toString()) }]
+      : [],
+  );
+}
+
+function streamedText(items: Result<CompletionEvent>[]): string {
+  return sseEvents(items)
+    .filter((event) => event.event === 'content_block_delta')
+    .map((event) => event.data.delta.text)
+    .join('');
+}
+
+function messageOf(items: Result<CompletionEvent>[]) {
+  const message = items.find((item) => item.ok && item.value.kind === 'message');
+  if (!message?.ok || message.value.kind !== 'message') throw new Error('no message');
+  return JSON.parse(Buffer.from(message.value.json).toString());
+}
+
+describe('test-key stub', () => {
+  it('answers the same request with the same text, streamed or not, and another request differently', async () => {
+    const first = messageOf(await collect(stubRequest('What is the capital of France?')));
+    const again = messageOf(await collect(stubRequest('What is the capital of France?', {}, 'req_other')));
+    const streamed = streamedText(await collect(stubRequest('What is the capital of France?', { stream: true })));
+    const other = messageOf(await collect(stubRequest('What is the capital of Spain?')));
+    expect(first.content[0].text.length).toBeGreaterThan(0);
+    expect(again.content[0].text).toBe(first.content[0].text);
+    expect(streamed).toBe(first.content[0].text);
+    expect(other.content[0].text).not.toBe(first.content[0].text);
+  });
+
+  it('ignores key order when hashing the request', () => {
+    const a = { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] };
+    const b = { messages: [{ content: 'hi', role: 'user' }], max_tokens: 5, model: 'm' };
+    expect(stubChunks(a)).toEqual(stubChunks(b));
+  });
+
+  it('streams Started, the full event order, then Finished with the usage the events report', async () => {
+    const request = stubRequest('Tell me a story', { stream: true });
+    const items = await collect(request);
+    expect(items.every((item) => item.ok)).toBe(true);
+    const kinds = items.map((item) => (item.ok ? item.value.kind : 'error'));
+    expect(kinds[0]).toBe('started');
+    expect(kinds.at(-1)).toBe('finished');
+    const events = sseEvents(items);
+    const names = events.map((event) => event.event);
+    const deltas = names.filter((name) => name === 'content_block_delta').length;
+    expect(deltas).toBeGreaterThanOrEqual(8);
+    expect(names).toEqual([
+      'message_start',
+      'content_block_start',
+      'ping',
+      ...Array<string>(deltas).fill('content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    events.forEach((event) => expect(event.data.type).toBe(event.event));
+    expect(events[0]!.data.message).toMatchObject({
+      id: expect.stringMatching(/^msg_[0-9A-Za-z]{24}$/),
+      role: 'assistant',
+      content: [],
+      stop_reason: null,
+      model: 'claude-sonnet-4-5',
+    });
+    expect(events[1]!.data.content_block).toEqual({ type: 'text', text: '' });
+    const messageDelta = events.find((event) => event.event === 'message_delta')!.data;
+    expect(messageDelta.delta.stop_reason).toBe('end_turn');
+    expect(messageDelta.usage.output_tokens).toBe(deltas);
+    const finished = items.at(-1)!;
+    expect(finished.ok && finished.value.kind === 'finished' && finished.value.usage).toEqual({
+      inputTokens: events[0]!.data.message.usage.input_tokens,
+      outputTokens: deltas,
+      cacheReadInputTokens: 0,
+      cacheCreationInputTokens: 0,
+    });
+  });
+
+  it('answers a non-streamed call with Started, one Message and Finished', async () => {
+    const items = await collect(stubRequest('Hello'));
+    expect(items.map((item) => item.ok && item.value.kind)).toEqual(['started', 'message', 'finished']);
+    const message = messageOf(items);
+    expect(message).toMatchObject({ type: 'message', role: 'assistant', stop_reason: 'end_turn', stop_sequence: null });
+    const body = JSON.parse(Buffer.from(stubRequest('Hello').body).toString());
+    expect(message.usage.input_tokens).toBe(estimateInputTokens(body));
+    expect(message.usage.output_tokens).toBe(stubChunks(body).length);
+  });
+
+  it('stops at max_tokens', async () => {
+    const message = messageOf(await collect(stubRequest('Hello', { max_tokens: 3 })));
+    expect(message.stop_reason).toBe('max_tokens');
+    expect(message.usage.output_tokens).toBe(3);
+  });
+
+  it.each(errorTypes)('gw-test:error:%s fails before the first byte with that type', async (type) => {
+    for (const stream of [false, true]) {
+      const items = await collect(stubRequest(`gw-test:error:${type}`, { stream }));
+      expect(items).toHaveLength(1);
+      expect(items[0]).toMatchObject({ ok: false, error: { type } });
+    }
+  });
+
+  it('gives retryable simulated errors a wait', () => {
+    expect(magicText('gw-test:error:overloaded_error')).toMatchObject({ error: { retryAfterMs: 1000 } });
+    expect(magicText('gw-test:error:permission_error')).not.toMatchObject({
+      error: { retryAfterMs: expect.anything() },
+    });
+  });
+
+  it('refuses an unknown gw-test error type', async () => {
+    const items = await collect(stubRequest('gw-test:error:nonsense'));
+    expect(items).toEqual([
+      {
+        ok: false,
+        error: expect.objectContaining({ type: 'invalid_request_error', message: expect.stringContaining('nonsense') }),
+      },
+    ]);
+  });
+
+  it('gw-test:stream-error sends some deltas after Started, then fails', async () => {
+    const items = await collect(stubRequest('please gw-test:stream-error now', { stream: true }));
+    const names = items.map((item) =>
+      item.ok ? (item.value.kind === 'sse' ? item.value.event : item.value.kind) : 'error',
+    );
+    expect(names).toEqual([
+      'started',
+      'message_start',
+      'content_block_start',
+      'ping',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(items.at(-1)).toMatchObject({ ok: false, error: { type: 'overloaded_error' } });
+  });
+
+  it('gw-test:slow spreads the stream over the slow duration and stops at once when cancelled', async () => {
+    const began = Date.now();
+    const items = await collect(stubRequest('gw-test:slow', { stream: true }), new AbortController().signal, 300);
+    expect(Date.now() - began).toBeGreaterThanOrEqual(280);
+    expect(items.at(-1)).toMatchObject({ ok: true, value: { kind: 'finished' } });
+
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const cancelledAt = Date.now();
+    const cancelled = await collect(stubRequest('gw-test:slow', { stream: true }), controller.signal, 10_000);
+    expect(Date.now() - cancelledAt).toBeLessThan(1000);
+    expect(cancelled.every((item) => item.ok)).toBe(true);
+    expect(cancelled.some((item) => item.ok && item.value.kind === 'finished')).toBe(false);
+  });
+
+  it('refuses a body that is not a JSON object', async () => {
+    const items = await collect({ ...stubRequest('x'), body: Buffer.from('[1,2]') });
+    expect(items).toEqual([{ ok: false, error: expect.objectContaining({ type: 'invalid_request_error' }) }]);
+  });
+});
