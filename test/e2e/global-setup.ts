@@ -3,7 +3,15 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { createKafka, ensureTopics } from '@gw/kafka';
-import { portsWithOffset, repoRoot, seedDemo, startServices, stateDir } from '@gw/local-stack';
+import {
+  portsWithOffset,
+  repoRoot,
+  seedDemo,
+  serviceNames,
+  startServices,
+  stateDir,
+  stopServices,
+} from '@gw/local-stack';
 import type { Harness } from './harness';
 import { harnessFile } from './harness';
 
@@ -46,17 +54,23 @@ export default async function globalSetup(): Promise<void> {
     ADMIN_TOKEN: `gw_operator_${randomBytes(24).toString('base64url')}`,
     KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}`,
   };
-  await startServices({
-    repoRoot,
-    state,
-    ports,
-    infra: { databaseUrl, redisUrl: required('REDIS_URL'), kafkaBrokers },
-    secrets,
-    gatewayConfig: join(repoRoot, 'deploy/local/gateway.yaml'),
-    usageTopic,
-    consumerGroup: 'gateway-metering-e2e',
-    logLevel: 'debug',
-  });
+  try {
+    await startServices({
+      repoRoot,
+      state,
+      ports,
+      infra: { databaseUrl, redisUrl: required('REDIS_URL'), kafkaBrokers },
+      secrets,
+      gatewayConfig: join(repoRoot, 'deploy/local/gateway.yaml'),
+      usageTopic,
+      consumerGroup: 'gateway-metering-e2e',
+      logLevel: 'debug',
+    });
+  } catch (error) {
+    // Jest runs no teardown after a failed setup: leave nothing running.
+    await stopServices({ state }, serviceNames);
+    throw error;
+  }
   const authAddress = `127.0.0.1:${ports.grpc.auth}`;
   const demo = await seedDemo(authAddress, {});
   const description: Harness = {
