@@ -1,0 +1,79 @@
+import type { Kafka } from 'kafkajs';
+
+export interface ReceivedMessage {
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+}
+
+/** Consecutive messages of one partition. */
+export interface MessageChunk {
+  topic: string;
+  partition: number;
+  messages: ReceivedMessage[];
+  /** The offset to resume from once this chunk is processed: its last offset + 1. */
+  nextOffset: string;
+}
+
+export interface BatchConsumerOptions {
+  groupId: string;
+  topic: string;
+  /**
+   * Stores a chunk's effects durably (with nextOffset, for exactly-once effects). Its offsets are
+   * committed to Kafka only after it resolves; when it throws, the chunk is delivered again.
+   */
+  processChunk(chunk: MessageChunk): Promise<void>;
+  /** Called when the consumer has stopped for good: kafkajs gave up restarting it. */
+  onCrash(error: Error): void;
+  /** Most messages per processChunk call; the group heartbeat is sent between chunks. */
+  chunkSize?: number;
+}
+
+export interface RunningConsumer {
+  /** Finishes the chunk in progress, leaves the group and disconnects. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Consumes a topic in chunks with manual offset management: a chunk's offsets are resolved and
+ * committed only after processChunk has stored its effects, so a crash or rebalance at any point
+ * redelivers, never skips. A new group starts from the earliest offset.
+ */
+export async function startBatchConsumer(kafka: Kafka, options: BatchConsumerOptions): Promise<RunningConsumer> {
+  const chunkSize = options.chunkSize ?? 500;
+  const consumer = kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (!payload.restart) options.onCrash(payload.error);
+  });
+
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [options.topic], fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        for (let start = 0; start < batch.messages.length; start += chunkSize) {
+          // Stopping, or the partition was revoked or sought: the rest is delivered again later.
+          if (!isRunning() || isStale()) return;
+          const messages = batch.messages.slice(start, start + chunkSize);
+          const lastOffset = messages[messages.length - 1]!.offset;
+          const nextOffset = (BigInt(lastOffset) + 1n).toString();
+          await options.processChunk({
+            topic: batch.topic,
+            partition: batch.partition,
+            messages: messages.map(({ offset, key, value }) => ({ offset, key, value })),
+            nextOffset,
+          });
+          resolveOffset(lastOffset);
+          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: nextOffset }]);
+          await heartbeat();
+        }
+      },
+    });
+  } catch (error) {
+    await consumer.disconnect().catch(() => undefined);
+    throw error;
+  }
+  return { stop: () => consumer.disconnect() };
+}

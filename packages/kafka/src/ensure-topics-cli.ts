@@ -1,0 +1,28 @@
+import { createKafka } from './client';
+import { ensureTopics, gatewayTopics } from './topics';
+
+// Used by deploy/local/infra.sh: creates the gateway's topics on KAFKA_BROKERS (comma list).
+const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092')
+  .split(',')
+  .map((broker) => broker.trim())
+  .filter((broker) => broker.length > 0);
+
+const kafka = createKafka({
+  brokers,
+  clientId: 'gateway-ensure-topics',
+  log: (level, message) => {
+    if (level === 'error' || level === 'warn') process.stderr.write(`kafka ${level}: ${message}\n`);
+  },
+});
+
+ensureTopics(kafka, gatewayTopics).then(
+  (states) => {
+    for (const { topic, partitions, change } of states) {
+      process.stdout.write(`topic ${topic}: ${partitions} partitions${change === 'none' ? '' : ` (${change})`}\n`);
+    }
+  },
+  (error: unknown) => {
+    process.stderr.write(`creating topics on ${brokers.join(',')} failed: ${(error as Error).message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,4 @@
+export * from './client';
+export * from './topics';
+export * from './usage-producer';
+export * from './batch-consumer';

@@ -1,0 +1,59 @@
+import type { Pool } from '@gw/db';
+import type { MessageChunk } from '@gw/kafka';
+import type { Logger } from '@gw/telemetry';
+import type { MeteringMetrics } from './metrics';
+import { decodeUsageRow } from './usage-rows';
+import type { UsageRow } from './usage-rows';
+import { recordUsage } from './usage-store';
+
+export interface UsageConsumerDeps {
+  pool: Pool;
+  consumerGroup: string;
+  logger: Logger;
+  metrics: MeteringMetrics;
+}
+
+/**
+ * Handles one chunk of the usage topic: decodes each message, stores the chunk in one transaction.
+ * A message that is not a storable UsageEvent is logged (ids only) and skipped, so it can never
+ * block its partition; a failure to store throws, and the chunk is delivered again.
+ */
+export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
+  return async (chunk) => {
+    const stopTimer = deps.metrics.batchSeconds.startTimer();
+    const rows: UsageRow[] = [];
+    for (const message of chunk.messages) {
+      const decoded = decodeUsageRow(message.value);
+      if (decoded.ok) {
+        rows.push(decoded.value);
+        continue;
+      }
+      deps.metrics.eventsSkipped.inc();
+      deps.logger.warn(
+        {
+          topic: chunk.topic,
+          partition: chunk.partition,
+          offset: message.offset,
+          event_id: decoded.error.eventId,
+          account_id: decoded.error.accountId,
+          reason: decoded.error.reason,
+        },
+        'usage message skipped',
+      );
+    }
+    const recorded = await recordUsage(deps.pool, {
+      consumerGroup: deps.consumerGroup,
+      topic: chunk.topic,
+      partition: chunk.partition,
+      nextOffset: chunk.nextOffset,
+      rows,
+    });
+    stopTimer();
+    deps.metrics.eventsWritten.inc(recorded.written);
+    deps.metrics.duplicatesIgnored.inc(recorded.duplicates);
+    deps.logger.debug(
+      { topic: chunk.topic, partition: chunk.partition, next_offset: chunk.nextOffset, ...recorded },
+      'usage batch stored',
+    );
+  };
+}

@@ -1,0 +1,53 @@
+import { runOrExit } from '@gw/config';
+import { createPool } from '@gw/db';
+import { startGrpcServer } from '@gw/grpc';
+import { createKafka, startBatchConsumer } from '@gw/kafka';
+import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { readMeteringConfig } from './config';
+import { usageChunkHandler } from './consumer';
+import { meteringMetrics } from './metrics';
+
+void runOrExit(async () => {
+  const config = readMeteringConfig();
+  const logger = createLogger('metering', config.LOG_LEVEL);
+  const pool = createPool(config.DATABASE_URL, (error) =>
+    logger.error({ err: error }, 'idle database connection failed'),
+  );
+  const metrics = await startMetricsServer('metering', config.METRICS_HOST, config.METRICS_PORT);
+  // No RPCs: the server exists for grpc.health.v1, SERVING once the consumer has joined its group.
+  const grpc = await startGrpcServer({
+    host: config.GRPC_HOST,
+    port: config.GRPC_PORT,
+    services: [],
+    onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+  });
+  const kafka = createKafka({
+    brokers: config.KAFKA_BROKERS,
+    clientId: 'metering',
+    log: (level, message, fields) => logger[level](fields, message),
+  });
+  const consumer = await startBatchConsumer(kafka, {
+    groupId: config.CONSUMER_GROUP,
+    topic: config.USAGE_TOPIC,
+    processChunk: usageChunkHandler({
+      pool,
+      consumerGroup: config.CONSUMER_GROUP,
+      logger,
+      metrics: meteringMetrics(metrics.registry),
+    }),
+    onCrash: (error) => {
+      // A consumer that kafkajs will not restart leaves nothing to do: exit so that the process is restarted.
+      logger.fatal({ err: error }, 'usage consumer stopped');
+      process.exit(1);
+    },
+  });
+  grpc.setServing(true);
+  logger.info({ grpc_port: grpc.port, topic: config.USAGE_TOPIC, group: config.CONSUMER_GROUP }, 'metering consuming');
+
+  onShutdown(logger, async () => {
+    grpc.setServing(false);
+    await consumer.stop();
+    await grpc.shutdown(5_000);
+    await Promise.all([pool.end(), metrics.close()]);
+  });
+});

@@ -1,0 +1,35 @@
+import { Counter, Histogram } from '@gw/telemetry';
+import type { Registry } from '@gw/telemetry';
+
+export interface MeteringMetrics {
+  eventsWritten: Counter;
+  duplicatesIgnored: Counter;
+  eventsSkipped: Counter;
+  batchSeconds: Histogram;
+}
+
+export function meteringMetrics(registry: Registry): MeteringMetrics {
+  return {
+    eventsWritten: new Counter({
+      name: 'metering_usage_events_written_total',
+      help: 'Usage events stored for the first time.',
+      registers: [registry],
+    }),
+    duplicatesIgnored: new Counter({
+      name: 'metering_usage_events_duplicate_total',
+      help: 'Usage events ignored because their event id was already stored.',
+      registers: [registry],
+    }),
+    eventsSkipped: new Counter({
+      name: 'metering_usage_events_skipped_total',
+      help: 'Messages on the usage topic that are not a storable UsageEvent; skipped and logged.',
+      registers: [registry],
+    }),
+    batchSeconds: new Histogram({
+      name: 'metering_batch_duration_seconds',
+      help: 'Time to decode a batch of usage messages and store it in one transaction.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+  };
+}

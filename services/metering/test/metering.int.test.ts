@@ -1,0 +1,288 @@
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createPool } from '@gw/db';
+import type { Pool } from '@gw/db';
+import { isServing } from '@gw/grpc';
+import { createKafka, ensureTopics, UsageEventProducer } from '@gw/kafka';
+import type { Kafka } from '@gw/kafka';
+import { commonv1, create, eventsv1, toBinary } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+
+const repoRoot = join(__dirname, '..', '..', '..');
+const run = promisify(execFile);
+
+/** DATABASE_URL and KAFKA_BROKERS from the environment, else from what `infra.sh up` wrote. */
+function infrastructure(): { databaseUrl: string; kafkaBrokers: string[] } {
+  let { DATABASE_URL: databaseUrl, KAFKA_BROKERS: kafkaBrokers } = process.env;
+  if (!databaseUrl || !kafkaBrokers) {
+    const file = join(process.env.GW_STATE_DIR ?? join(repoRoot, '.local'), 'infra.env');
+    if (!existsSync(file))
+      throw new Error(`neither DATABASE_URL/KAFKA_BROKERS nor ${file}: run deploy/local/infra.sh up`);
+    const written = Object.fromEntries(
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('='))
+        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+    );
+    databaseUrl ||= written.DATABASE_URL;
+    kafkaBrokers ||= written.KAFKA_BROKERS;
+  }
+  if (!databaseUrl || !kafkaBrokers) throw new Error('DATABASE_URL or KAFKA_BROKERS is missing');
+  return { databaseUrl, kafkaBrokers: kafkaBrokers.split(',') };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** Polls until check returns a value other than undefined, or fails after timeoutMs. */
+async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** SIGTERM, then SIGKILL if the process is still there after 10 s; resolves to its exit code. */
+async function stop(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  child.kill('SIGTERM');
+  const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const [code] = await exited;
+  clearTimeout(killer);
+  return code;
+}
+
+const march = Date.UTC(2026, 2, 31, 23, 59, 59);
+const april = Date.UTC(2026, 3, 1, 0, 0, 1);
+
+describe('metering service against real Kafka and PostgreSQL', () => {
+  const suffix = randomBytes(4).toString('hex');
+  const databaseName = `gateway_test_metering_${suffix}`;
+  const topic = `gateway.usage.v1.test-metering-${suffix}`;
+  const consumerGroup = `gateway-metering-test-${suffix}`;
+  const { databaseUrl: adminUrl, kafkaBrokers } = infrastructure();
+  let admin: Pool;
+  let pool: Pool;
+  let kafka: Kafka;
+  let producer: UsageEventProducer;
+  let service: ChildProcess;
+  let serviceOutput = '';
+  let metricsUrl: string;
+
+  const usageEvent = (init: MessageInitShape<typeof eventsv1.UsageEventSchema>) =>
+    create(eventsv1.UsageEventSchema, {
+      accountId: `acct_${suffix}`,
+      keyId: 'key_live',
+      environment: commonv1.Environment.LIVE,
+      model: 'claude-sonnet',
+      poolId: 'anthropic-eu-west',
+      region: 'eu-west',
+      inputTokens: 100n,
+      outputTokens: 10n,
+      billableTokens: 110n,
+      outcome: eventsv1.Outcome.SUCCESS,
+      startedAtUnixMs: BigInt(march - 2000),
+      endedAtUnixMs: BigInt(march),
+      ...init,
+    });
+
+  const storedEvents = async (): Promise<number> =>
+    Number((await pool.query<{ count: string }>('SELECT count(*) FROM usage_events')).rows[0]!.count);
+
+  beforeAll(async () => {
+    admin = createPool(adminUrl, () => undefined, 1);
+    await admin.query(`CREATE DATABASE ${databaseName}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${databaseName}`;
+    // migrateUp imports an ES module, which jest's CommonJS sandbox cannot; the CLI runs it in plain node.
+    await run(process.execPath, [join(repoRoot, 'packages/db/dist/migrate-cli.js')], {
+      env: { ...process.env, DATABASE_URL: url.toString() },
+    });
+    pool = createPool(url.toString(), () => undefined, 2);
+
+    kafka = createKafka({ brokers: kafkaBrokers, clientId: 'metering-test', log: () => undefined });
+    await ensureTopics(kafka, [{ topic, numPartitions: 6 }]);
+    producer = new UsageEventProducer(kafka, { topic });
+    await producer.connect();
+
+    const [grpcPort, metricsPort] = [await freePort(), await freePort()];
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    service = spawn(process.execPath, [join(repoRoot, 'services/metering/dist/main.js')], {
+      env: {
+        PATH: process.env.PATH,
+        LOG_LEVEL: 'info',
+        DATABASE_URL: url.toString(),
+        KAFKA_BROKERS: kafkaBrokers.join(','),
+        USAGE_TOPIC: topic,
+        CONSUMER_GROUP: consumerGroup,
+        GRPC_PORT: String(grpcPort),
+        METRICS_PORT: String(metricsPort),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    service.stdout!.on('data', (chunk: Buffer) => (serviceOutput += chunk.toString()));
+    service.stderr!.on('data', (chunk: Buffer) => (serviceOutput += chunk.toString()));
+    try {
+      await eventually('metering to report SERVING', 45_000, async () => {
+        if (service.exitCode !== null) throw new Error(`metering exited with ${service.exitCode}`);
+        return (await isServing(`127.0.0.1:${grpcPort}`)) || undefined;
+      });
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n--- metering output ---\n${serviceOutput}`);
+    }
+  }, 90_000);
+
+  afterAll(async () => {
+    if (service) await stop(service);
+    await producer?.disconnect();
+    if (kafka) {
+      const kafkaAdmin = kafka.admin();
+      await kafkaAdmin.connect();
+      await kafkaAdmin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+      await kafkaAdmin.disconnect();
+    }
+    await pool?.end();
+    if (admin) {
+      await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+      await admin.end();
+    }
+  }, 60_000);
+
+  it('stores each event once, aggregates per billing month, skips undecodable messages and records offsets', async () => {
+    const first = usageEvent({ eventId: `req_${suffix}_1`, cacheReadInputTokens: 40n, billableTokens: 114n });
+    const events = [
+      first,
+      usageEvent({ eventId: `req_${suffix}_2`, inputTokens: 5n, outputTokens: 5n, billableTokens: 10n }),
+      usageEvent({ eventId: `req_${suffix}_3`, endedAtUnixMs: BigInt(april), startedAtUnixMs: BigInt(april - 10) }),
+      usageEvent({
+        eventId: `req_${suffix}_4`,
+        keyId: 'key_test',
+        environment: commonv1.Environment.TEST,
+        billableTokens: 0n,
+        outcome: eventsv1.Outcome.UPSTREAM_ERROR,
+        errorType: 'overloaded_error',
+      }),
+      // A producer retry of the first event, in the same batch.
+      first,
+    ];
+    await Promise.all(events.map((event) => producer.send(event)));
+
+    // Messages metering cannot store: both skipped, neither blocks the partition.
+    const raw = kafka.producer();
+    await raw.connect();
+    await raw.send({
+      topic,
+      messages: [
+        { key: `acct_${suffix}`, value: Buffer.from([0xff, 0xff, 0xff]) },
+        {
+          key: `acct_${suffix}`,
+          value: Buffer.from(
+            toBinary(eventsv1.UsageEventSchema, usageEvent({ eventId: `req_${suffix}_5`, accountId: '' })),
+          ),
+        },
+      ],
+    });
+    await raw.disconnect();
+    await eventually('4 stored events', 30_000, async () => ((await storedEvents()) === 4 ? true : undefined));
+
+    // A redelivery after the first batch was committed changes nothing.
+    await producer.send(first);
+    const messagesProduced = events.length + 2 + 1;
+    const committed = await eventually('every offset in consumer_offsets', 30_000, async () => {
+      const { rows } = await pool.query<{ total: string | null }>(
+        'SELECT sum(next_offset)::text AS total FROM consumer_offsets WHERE consumer_group = $1 AND topic = $2',
+        [consumerGroup, topic],
+      );
+      return Number(rows[0]!.total ?? 0) === messagesProduced ? true : undefined;
+    });
+    expect(committed).toBe(true);
+    expect(await storedEvents()).toBe(4);
+
+    const stored = await pool.query(
+      `SELECT event_id, environment, outcome, error_type, period_start::text, cache_read_input_tokens::int
+         FROM usage_events WHERE event_id = $1`,
+      [first.eventId],
+    );
+    expect(stored.rows).toEqual([
+      {
+        event_id: first.eventId,
+        environment: 'live',
+        outcome: 'success',
+        error_type: null,
+        period_start: '2026-03-01',
+        cache_read_input_tokens: 40,
+      },
+    ]);
+
+    const aggregates = await pool.query(
+      `SELECT key_id, environment, period_start::text, requests::int, input_tokens::int, output_tokens::int,
+              cache_read_input_tokens::int, billable_tokens::int
+         FROM usage_aggregates WHERE account_id = $1 ORDER BY period_start, key_id`,
+      [`acct_${suffix}`],
+    );
+    expect(aggregates.rows).toEqual([
+      {
+        key_id: 'key_live',
+        environment: 'live',
+        period_start: '2026-03-01',
+        requests: 2,
+        input_tokens: 105,
+        output_tokens: 15,
+        cache_read_input_tokens: 40,
+        billable_tokens: 124,
+      },
+      {
+        key_id: 'key_test',
+        environment: 'test',
+        period_start: '2026-03-01',
+        requests: 1,
+        input_tokens: 100,
+        output_tokens: 10,
+        cache_read_input_tokens: 0,
+        billable_tokens: 0,
+      },
+      {
+        key_id: 'key_live',
+        environment: 'live',
+        period_start: '2026-04-01',
+        requests: 1,
+        input_tokens: 100,
+        output_tokens: 10,
+        cache_read_input_tokens: 0,
+        billable_tokens: 110,
+      },
+    ]);
+
+    const metrics = await (await fetch(metricsUrl)).text();
+    expect(metrics).toMatch(/^metering_usage_events_written_total\{[^}]*\} 4$/m);
+    expect(metrics).toMatch(/^metering_usage_events_duplicate_total\{[^}]*\} 2$/m);
+    expect(metrics).toMatch(/^metering_usage_events_skipped_total\{[^}]*\} 2$/m);
+    expect(serviceOutput).toContain('usage message skipped');
+    expect(service.exitCode).toBeNull();
+  }, 60_000);
+
+  it('leaves its group and exits with 0 on SIGTERM', async () => {
+    expect(await stop(service)).toBe(0);
+    expect(serviceOutput).toContain('shutting down');
+  }, 30_000);
+});

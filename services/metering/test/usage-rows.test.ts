@@ -1,0 +1,173 @@
+import { commonv1, create, eventsv1, toBinary } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+import { aggregateRows, decodeUsageRow, firstOfEachEvent, periodStartOf, toUsageRow } from '../src/usage-rows';
+import type { UsageRow } from '../src/usage-rows';
+
+const endOfMarch = Date.UTC(2026, 2, 31, 23, 59, 59, 999);
+
+function usageEvent(init: MessageInitShape<typeof eventsv1.UsageEventSchema> = {}): eventsv1.UsageEvent {
+  return create(eventsv1.UsageEventSchema, {
+    eventId: 'req_1',
+    accountId: 'acct_1',
+    keyId: 'key_1',
+    environment: commonv1.Environment.LIVE,
+    model: 'claude-sonnet',
+    poolId: 'anthropic-eu-west',
+    region: 'eu-west',
+    inputTokens: 100n,
+    outputTokens: 20n,
+    cacheReadInputTokens: 10n,
+    cacheCreationInputTokens: 4n,
+    billableTokens: 126n,
+    outcome: eventsv1.Outcome.SUCCESS,
+    startedAtUnixMs: BigInt(endOfMarch - 1500),
+    endedAtUnixMs: BigInt(endOfMarch),
+    streamed: true,
+    ...init,
+  });
+}
+
+function row(init: MessageInitShape<typeof eventsv1.UsageEventSchema> = {}): UsageRow {
+  const result = toUsageRow(usageEvent(init));
+  if (!result.ok) throw new Error(result.error);
+  return result.value;
+}
+
+describe('periodStartOf', () => {
+  it('is the first day of the UTC calendar month', () => {
+    expect(periodStartOf(new Date(endOfMarch))).toBe('2026-03-01');
+    expect(periodStartOf(new Date(Date.UTC(2026, 3, 1, 0, 0, 0, 0)))).toBe('2026-04-01');
+    expect(periodStartOf(new Date('2026-12-31T23:59:59Z'))).toBe('2026-12-01');
+  });
+
+  it('follows UTC, not the offset the instant was written with', () => {
+    // 20:30 on 31 January in New York is already February in UTC.
+    expect(periodStartOf(new Date('2026-01-31T20:30:00-05:00'))).toBe('2026-02-01');
+    expect(periodStartOf(new Date('2026-02-01T00:30:00+01:00'))).toBe('2026-01-01');
+  });
+});
+
+describe('toUsageRow', () => {
+  it('maps every field of the event', () => {
+    expect(row()).toEqual({
+      eventId: 'req_1',
+      accountId: 'acct_1',
+      keyId: 'key_1',
+      environment: 'live',
+      model: 'claude-sonnet',
+      poolId: 'anthropic-eu-west',
+      region: 'eu-west',
+      inputTokens: 100n,
+      outputTokens: 20n,
+      cacheReadInputTokens: 10n,
+      cacheCreationInputTokens: 4n,
+      billableTokens: 126n,
+      outcome: 'success',
+      errorType: null,
+      streamed: true,
+      startedAt: new Date(endOfMarch - 1500),
+      endedAt: new Date(endOfMarch),
+      periodStart: '2026-03-01',
+    });
+  });
+
+  it('names the environment and the outcome, and keeps an error type', () => {
+    const failed = row({
+      environment: commonv1.Environment.TEST,
+      outcome: eventsv1.Outcome.UPSTREAM_ERROR,
+      errorType: 'overloaded_error',
+    });
+    expect(failed).toMatchObject({ environment: 'test', outcome: 'upstream_error', errorType: 'overloaded_error' });
+    expect(row({ outcome: eventsv1.Outcome.CLIENT_CANCELLED }).outcome).toBe('client_cancelled');
+    expect(row({ outcome: eventsv1.Outcome.REVOKED }).outcome).toBe('revoked');
+    expect(row({ outcome: 9 as eventsv1.Outcome }).outcome).toBe('outcome_9');
+  });
+
+  it.each([
+    ['an empty event id', { eventId: '' }, 'event_id is empty'],
+    ['an empty account id', { accountId: '' }, 'account_id is empty'],
+    [
+      'an unspecified environment',
+      { environment: commonv1.Environment.UNSPECIFIED },
+      'environment is not live or test',
+    ],
+    ['a NUL character', { model: 'claude\u0000' }, 'a text field contains a NUL character'],
+    ['a negative count', { outputTokens: -1n }, 'a token count is negative'],
+    ['no end time', { endedAtUnixMs: 0n }, 'ended_at is out of range'],
+    ['an end time past year 9999', { endedAtUnixMs: 300_000_000_000_000n }, 'ended_at is out of range'],
+  ])('refuses %s', (_case, init, reason) => {
+    expect(toUsageRow(usageEvent(init))).toEqual({ ok: false, error: reason });
+  });
+});
+
+describe('decodeUsageRow', () => {
+  it('decodes the protobuf binary the producer sends', () => {
+    const decoded = decodeUsageRow(toBinary(eventsv1.UsageEventSchema, usageEvent()));
+    expect(decoded).toEqual({ ok: true, value: row() });
+  });
+
+  it('reports bytes that are not a UsageEvent without their content', () => {
+    const decoded = decodeUsageRow(Buffer.from([0xff, 0xff, 0xff]));
+    expect(decoded.ok).toBe(false);
+    if (!decoded.ok) {
+      expect(decoded.error.reason).toMatch(/^not a gateway\.events\.v1\.UsageEvent/);
+      expect(decoded.error.eventId).toBeUndefined();
+    }
+  });
+
+  it('reports a missing value', () => {
+    expect(decodeUsageRow(null)).toEqual({ ok: false, error: { reason: 'the message has no value' } });
+  });
+
+  it('names the ids of an event it cannot store', () => {
+    const bytes = toBinary(eventsv1.UsageEventSchema, usageEvent({ environment: commonv1.Environment.UNSPECIFIED }));
+    expect(decodeUsageRow(bytes)).toEqual({
+      ok: false,
+      error: { reason: 'environment is not live or test', eventId: 'req_1', accountId: 'acct_1' },
+    });
+  });
+});
+
+describe('firstOfEachEvent', () => {
+  it('keeps the first row of each event id, in order', () => {
+    const rows = [row({ eventId: 'a' }), row({ eventId: 'b' }), row({ eventId: 'a', inputTokens: 999n })];
+    expect(firstOfEachEvent(rows)).toEqual([rows[0], rows[1]]);
+  });
+});
+
+describe('aggregateRows', () => {
+  it('sums requests and tokens per account, period, environment, model and key', () => {
+    const march = row({ eventId: 'a' });
+    const marchAgain = row({ eventId: 'b', inputTokens: 1n, outputTokens: 2n, billableTokens: 3n });
+    const april = row({ eventId: 'c', endedAtUnixMs: BigInt(Date.UTC(2026, 3, 1)) });
+    const otherKey = row({ eventId: 'd', keyId: 'key_2' });
+    const deltas = aggregateRows([march, april, marchAgain, otherKey]);
+    expect(deltas).toHaveLength(3);
+    expect(deltas).toContainEqual({
+      accountId: 'acct_1',
+      keyId: 'key_1',
+      model: 'claude-sonnet',
+      environment: 'live',
+      periodStart: '2026-03-01',
+      requests: 2n,
+      inputTokens: 101n,
+      outputTokens: 22n,
+      cacheReadInputTokens: 20n,
+      cacheCreationInputTokens: 8n,
+      billableTokens: 129n,
+    });
+    expect(deltas).toContainEqual(expect.objectContaining({ periodStart: '2026-04-01', requests: 1n }));
+    expect(deltas).toContainEqual(expect.objectContaining({ keyId: 'key_2', requests: 1n }));
+  });
+
+  it('returns the same order whatever the order of the rows', () => {
+    const rows = [
+      row({ eventId: 'a', accountId: 'acct_b' }),
+      row({ eventId: 'b', accountId: 'acct_a', model: 'z' }),
+      row({ eventId: 'c', accountId: 'acct_a', model: 'y' }),
+    ];
+    const keys = (deltas: ReturnType<typeof aggregateRows>) => deltas.map((d) => `${d.accountId}/${d.model}`);
+    expect(keys(aggregateRows(rows))).toEqual(keys(aggregateRows([...rows].reverse())));
+    expect(keys(aggregateRows(rows))).toEqual(['acct_a/y', 'acct_a/z', 'acct_b/claude-sonnet']);
+  });
+});
