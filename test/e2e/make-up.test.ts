@@ -10,7 +10,8 @@ import { portsWithOffset, readEnvFile, repoRoot } from '@gw/local-stack';
 const run = promisify(execFile);
 
 /** A whole second stack beside the developer's and the other tests': its own ports and state. */
-const portOffset = 2_000;
+// 3000: with 2000 the public port would be 10080, which fetch refuses as a "bad port".
+const portOffset = 3_000;
 const infraPorts = { GW_PG_PORT: '25432', GW_REDIS_PORT: '26379', GW_KAFKA_PORT: '29092' };
 
 function listening(port: number): Promise<boolean> {
@@ -70,7 +71,7 @@ describe('make up and make down', () => {
 
     const sdk = new Anthropic({ baseURL: stack.GW_BASE_URL, apiKey: stack.GW_DEMO_TEST_KEY, maxRetries: 0 });
     const message = await sdk.messages.create({
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-5',
       max_tokens: 16,
       messages: [{ role: 'user', content: 'hello' }],
     });

@@ -3,7 +3,7 @@ import { harness } from './harness';
 import { waitForUsageRow } from './usage';
 
 const h = harness();
-const model = 'claude-sonnet-4-5';
+const model = 'claude-sonnet-5';
 
 /** Response headers of the last call, seen through the SDK's own fetch. */
 let lastHeaders: Headers | undefined;

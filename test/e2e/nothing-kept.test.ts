@@ -50,7 +50,7 @@ describe('nothing a caller sent is kept', () => {
     const marker = `marker-${randomUUID()}`;
     const sdk = new Anthropic({ baseURL: h.baseUrl, apiKey: h.liveKey, maxRetries: 0 });
     const params = {
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-5',
       max_tokens: 64,
       system: `system ${marker}`,
       messages: [{ role: 'user' as const, content: `please repeat ${marker}` }],

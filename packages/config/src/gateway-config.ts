@@ -5,8 +5,13 @@ import { ConfigError } from './env';
 
 const jurisdiction = z.enum(['uk', 'eu']);
 const id = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected an id of lower-case letters, digits, ".", "_" or "-"');
-const positiveInt = z.number().int('expected a positive integer').positive('expected a positive integer');
-const gbp = z.number().nonnegative('expected an amount in GBP, zero or more');
+const positiveInt = z
+  .number({ error: 'expected a positive integer' })
+  .int('expected a positive integer')
+  .positive('expected a positive integer');
+const gbp = z
+  .number({ error: 'expected an amount in GBP, zero or more' })
+  .nonnegative('expected an amount in GBP, zero or more');
 
 const regionSchema = z.strictObject({ id, jurisdiction });
 

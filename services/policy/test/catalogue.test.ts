@@ -15,18 +15,18 @@ describe('Catalogue.authorize', () => {
   });
 
   it('refuses a model outside the plan, then outside the key', () => {
-    expect(catalogue.authorize({ ...proEu, plan: 'starter' }, 'claude-opus-4-1')).toEqual({
+    expect(catalogue.authorize({ ...proEu, plan: 'starter' }, 'claude-opus-5')).toEqual({
       ok: false,
       error: expect.objectContaining({ type: 'permission_error', message: expect.stringMatching(/plan/) }),
     });
-    expect(catalogue.authorize({ ...proEu, allowedModels: ['claude-haiku-4-5'] }, 'claude-sonnet-4-5')).toEqual({
+    expect(catalogue.authorize({ ...proEu, allowedModels: ['claude-haiku-4-5'] }, 'claude-sonnet-5')).toEqual({
       ok: false,
       error: expect.objectContaining({ type: 'permission_error', message: expect.stringMatching(/API key/) }),
     });
   });
 
   it('refuses with residency_unavailable when no pool inside the tier serves the model', () => {
-    expect(catalogue.authorize(proEu, 'claude-opus-4-1')).toEqual({
+    expect(catalogue.authorize(proEu, 'claude-opus-5')).toEqual({
       ok: false,
       error: expect.objectContaining({ type: 'residency_unavailable' }),
     });
@@ -37,16 +37,14 @@ describe('Catalogue.authorize', () => {
   });
 
   it('returns only pools inside the key jurisdiction', () => {
-    expect(catalogue.authorize(proEu, 'claude-sonnet-4-5')).toEqual({
+    expect(catalogue.authorize(proEu, 'claude-sonnet-5')).toEqual({
       ok: true,
-      value: [
-        { poolId: 'anthropic-eu-west', jurisdiction: 'eu', region: 'eu-west', upstreamModel: 'claude-sonnet-4-5' },
-      ],
+      value: [{ poolId: 'anthropic-eu-west', jurisdiction: 'eu', region: 'eu-west', upstreamModel: 'claude-sonnet-5' }],
     });
-    expect(catalogue.authorize({ ...proEu, residency: 'uk' }, 'claude-sonnet-4-5')).toEqual({
+    expect(catalogue.authorize({ ...proEu, residency: 'uk' }, 'claude-sonnet-5')).toEqual({
       ok: true,
       value: [
-        { poolId: 'anthropic-uk-south', jurisdiction: 'uk', region: 'uk-south', upstreamModel: 'claude-sonnet-4-5' },
+        { poolId: 'anthropic-uk-south', jurisdiction: 'uk', region: 'uk-south', upstreamModel: 'claude-sonnet-5' },
       ],
     });
   });

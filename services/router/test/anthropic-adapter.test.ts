@@ -18,9 +18,9 @@ import type { TransportFailure, UpstreamBody } from '../src/upstream-http';
 function call(extra: Partial<AdapterCall> = {}): AdapterCall {
   return {
     endpointUrl: 'https://upstream.example/prefix',
-    upstreamModel: 'claude-sonnet-4-5-20250929',
+    upstreamModel: 'claude-sonnet-5-20250929',
     body: {
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-5',
       max_tokens: 64,
       system: 'Be brief.',
       temperature: 0.2,
@@ -39,7 +39,7 @@ describe('toUpstreamRequest', () => {
     const request = toUpstreamRequest(anthropicAdapterConfig, call());
     expect(request.url).toBe('https://upstream.example/prefix/v1/messages');
     expect(JSON.parse(request.body)).toEqual({
-      model: 'claude-sonnet-4-5-20250929',
+      model: 'claude-sonnet-5-20250929',
       max_tokens: 64,
       system: 'Be brief.',
       temperature: 0.2,

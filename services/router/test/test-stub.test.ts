@@ -4,12 +4,12 @@ import type { CompletionEvent, CompletionRequest } from '../src/completion';
 import { completeWithTestStub, estimateInputTokens, magicText, stubChunks } from '../src/test-stub';
 
 function stubRequest(text: string, extra: Record<string, unknown> = {}, requestId = 'req_stub'): CompletionRequest {
-  const body = { model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: text }], ...extra };
+  const body = { model: 'claude-sonnet-5', max_tokens: 1024, messages: [{ role: 'user', content: text }], ...extra };
   return {
     requestId,
     environment: 'test',
     residency: 'eu',
-    model: 'claude-sonnet-4-5',
+    model: 'claude-sonnet-5',
     candidates: [],
     body: Buffer.from(JSON.stringify(body)),
     stream: extra.stream === true,
@@ -88,7 +88,7 @@ describe('test-key stub', () => {
       role: 'assistant',
       content: [],
       stop_reason: null,
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-5',
     });
     expect(events[1]!.data.content_block).toEqual({ type: 'text', text: '' });
     const messageDelta = events.find((event) => event.event === 'message_delta')!.data;
