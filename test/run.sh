@@ -1,19 +1,40 @@
 #!/usr/bin/env bash
 # `make test` after lint and build: unit tests, then integration and end-to-end tests against real
-# PostgreSQL, Redis and Kafka, then the `make up`/`make down` test of the local stack.
+# PostgreSQL, Redis and Kafka (including the `make up`/`make down` test of the local stack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The tests' infrastructure has its own state directory: servers already running on the default ports
 # (for example from `make up`) are reused and left alone; servers started here are stopped at the end.
 export GW_STATE_DIR="$PWD/.local/test-infra"
-stop_infra() { bash deploy/local/infra.sh down >/dev/null || true; }
-trap stop_infra EXIT
+results="$PWD/.local/test-results"
+rm -rf "$results"
+mkdir -p "$results"
 
-pnpm exec jest --config jest.unit.config.js
-GW_PG_DATABASES="gateway" bash deploy/local/infra.sh up
+summary() {
+  node -e '
+    const fs = require("fs");
+    let passed = 0, failed = 0;
+    for (const file of fs.readdirSync(process.argv[1])) {
+      const run = JSON.parse(fs.readFileSync(`${process.argv[1]}/${file}`, "utf8"));
+      passed += run.numPassedTests;
+      failed += run.numFailedTests + run.numRuntimeErrorTestSuites;
+    }
+    console.log(`tests: ${passed} passed, ${failed} failed`);
+  ' "$results"
+}
+finish() {
+  local status=$?
+  bash deploy/local/infra.sh down >/dev/null || true
+  summary || true
+  exit "$status"
+}
+trap finish EXIT
+
+pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
+bash deploy/local/infra.sh up
 set -a
 # shellcheck disable=SC1091
 source "$GW_STATE_DIR/infra.env"
 set +a
-pnpm exec jest --config jest.integration.config.js --runInBand
+pnpm exec jest --config jest.integration.config.js --runInBand --json --outputFile="$results/integration.json"
