@@ -76,6 +76,7 @@ export default async function globalSetup(): Promise<void> {
   const description: Harness = {
     baseUrl: `http://127.0.0.1:${ports.http}`,
     adminUrl: `http://127.0.0.1:${ports.admin}`,
+    adminToken: secrets.ADMIN_TOKEN,
     simUrls: [`http://127.0.0.1:${ports.sim.eu}`, `http://127.0.0.1:${ports.sim.uk}`],
     databaseUrl,
     kafkaBrokers: kafkaBrokers.split(','),

@@ -6,6 +6,8 @@ import { repoRoot } from '@gw/local-stack';
 export interface Harness {
   baseUrl: string;
   adminUrl: string;
+  /** The operator token of the admin API. */
+  adminToken: string;
   simUrls: string[];
   databaseUrl: string;
   kafkaBrokers: string[];
