@@ -1,9 +1,7 @@
 import { z } from 'zod';
-import { env, loadGatewayConfig, readEnv } from '@gw/config';
-import type { GatewayConfig } from '@gw/config';
-import type { UpstreamTimeouts } from './upstream-http';
+import { env, readEnv } from '@gw/config';
 
-const envSchema = z.object({
+const schema = z.object({
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50054),
   GATEWAY_CONFIG: z
@@ -21,31 +19,8 @@ const envSchema = z.object({
   UPSTREAM_BODY_SILENCE_TIMEOUT_MS: env.positiveInt(300_000),
 });
 
-export interface RouterConfig {
-  grpcHost: string;
-  grpcPort: number;
-  metricsHost: string;
-  metricsPort: number;
-  logLevel: string;
-  gateway: GatewayConfig;
-  upstreamTimeouts: UpstreamTimeouts;
-}
+export type RouterConfig = z.infer<typeof schema>;
 
-/** Reads and validates the environment and the gateway YAML once, at start. */
-export async function loadRouterConfig(processEnv: NodeJS.ProcessEnv = process.env): Promise<RouterConfig> {
-  const vars = readEnv(envSchema, processEnv);
-  return {
-    grpcHost: vars.GRPC_HOST,
-    grpcPort: vars.GRPC_PORT,
-    metricsHost: vars.METRICS_HOST,
-    metricsPort: vars.METRICS_PORT,
-    logLevel: vars.LOG_LEVEL,
-    gateway: await loadGatewayConfig(vars.GATEWAY_CONFIG, processEnv),
-    upstreamTimeouts: {
-      connectMs: vars.UPSTREAM_CONNECT_TIMEOUT_MS,
-      streamHeadersMs: vars.UPSTREAM_STREAM_HEADERS_TIMEOUT_MS,
-      messageHeadersMs: vars.UPSTREAM_MESSAGE_TIMEOUT_MS,
-      bodySilenceMs: vars.UPSTREAM_BODY_SILENCE_TIMEOUT_MS,
-    },
-  };
+export function readRouterConfig(): RouterConfig {
+  return readEnv(schema);
 }

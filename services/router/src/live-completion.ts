@@ -50,7 +50,7 @@ export async function* completeLive(
   deps: LiveCompletionDeps,
 ): CompletionStream {
   const { logger, metrics } = deps;
-  const log = { requestId: request.requestId };
+  const log = { request_id: request.requestId };
   const body = parseJsonObject(request.body);
   if (body === undefined) {
     yield err(gatewayError('invalid_request_error', 'The request body must be a JSON object.'));
@@ -58,7 +58,7 @@ export async function* completeLive(
   }
   const plan = planRoute(request, deps.pools);
   for (const { poolId, reason } of plan.skipped) {
-    logger.error({ ...log, poolId, reason, residency: request.residency }, 'candidate pool not used');
+    logger.error({ ...log, pool_id: poolId, reason, residency: request.residency }, 'candidate pool not used');
   }
   if (plan.pools.length === 0) {
     yield err(noRouteError(plan, request.model));
@@ -74,7 +74,7 @@ export async function* completeLive(
     adapter: UpstreamAdapter,
     call: AdapterCall,
   ): Promise<Result<UpstreamResponse, AttemptFailure>> => {
-    const attemptLog = { ...log, poolId, endpoint: call.endpointUrl };
+    const attemptLog = { ...log, pool_id: poolId, endpoint: call.endpointUrl };
     const began = performance.now();
     const sent = await deps.http.send(adapter.buildRequest(call), { stream: call.stream, signal });
     const headersMs = Math.round(performance.now() - began);
@@ -83,7 +83,7 @@ export async function* completeLive(
       if (failure.kind !== 'cancelled') {
         metrics.upstreamAttempt(poolId, outcomeLabel(failure));
         logger.warn(
-          { ...attemptLog, failure: failure.kind, code: sent.error.code, elapsedMs: headersMs },
+          { ...attemptLog, failure: failure.kind, code: sent.error.code, elapsed_ms: headersMs },
           'upstream attempt failed',
         );
       }
@@ -93,7 +93,10 @@ export async function* completeLive(
     const upstreamRequestId = response.headers['request-id'];
     if (response.status === 200 && adapter.acceptsContentType(response.headers['content-type'], call.stream)) {
       metrics.upstreamAttempt(poolId, 'accepted', headersMs / 1000);
-      logger.info({ ...attemptLog, status: 200, headersMs, upstreamRequestId }, 'upstream accepted');
+      logger.info(
+        { ...attemptLog, status: 200, headers_ms: headersMs, upstream_request_id: upstreamRequestId },
+        'upstream accepted',
+      );
       return ok(response);
     }
     let failure: AttemptFailure;
@@ -111,9 +114,9 @@ export async function* completeLive(
       ...attemptLog,
       status: response.status,
       failure: failure.kind,
-      upstreamErrorType,
-      headersMs,
-      upstreamRequestId,
+      upstream_error_type: upstreamErrorType,
+      headers_ms: headersMs,
+      upstream_request_id: upstreamRequestId,
     };
     if (failure.kind === 'credential') logger.error(details, 'upstream refused the credential: the pool cannot serve');
     // The caller's own mistake, not the upstream's: no operator needs to look.
@@ -128,7 +131,7 @@ export async function* completeLive(
     if (pool.credentialEnv !== undefined && credential === undefined) {
       metrics.upstreamAttempt(pool.id, 'credential_missing');
       logger.error(
-        { ...log, poolId: pool.id, credentialEnv: pool.credentialEnv },
+        { ...log, pool_id: pool.id, credential_env: pool.credentialEnv },
         'upstream credential env var is not set: the pool cannot serve',
       );
       failures.push({ kind: 'credential' });

@@ -1,9 +1,9 @@
-import { runOrExit } from '@gw/config';
+import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { registration, startGrpcServer } from '@gw/grpc';
 import { routerv1 } from '@gw/proto';
 import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { createAdapterRegistry } from './adapters';
-import { loadRouterConfig } from './config';
+import { readRouterConfig } from './config';
 import { createRouterMetrics } from './metrics';
 import { createPoolDirectory } from './pools';
 import { createRouter } from './router';
@@ -15,21 +15,27 @@ import { createUpstreamHttp } from './upstream-http';
 const shutdownGraceMs = 25_000;
 
 void runOrExit(async () => {
-  const config = await loadRouterConfig();
-  const logger = createLogger('router', config.logLevel);
+  const config = readRouterConfig();
+  const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
+  const logger = createLogger('router', config.LOG_LEVEL);
   const credential = (envName: string) => process.env[envName] || undefined;
-  const pools = createPoolDirectory(config.gateway);
+  const pools = createPoolDirectory(gatewayConfig);
   for (const pool of pools.values()) {
     if (pool.credentialEnv !== undefined && credential(pool.credentialEnv) === undefined) {
       logger.error(
-        { poolId: pool.id, credentialEnv: pool.credentialEnv },
+        { pool_id: pool.id, credential_env: pool.credentialEnv },
         'upstream credential env var is not set: the pool cannot serve',
       );
     }
   }
 
-  const metricsServer = await startMetricsServer('router', config.metricsHost, config.metricsPort);
-  const http = createUpstreamHttp(config.upstreamTimeouts);
+  const metricsServer = await startMetricsServer('router', config.METRICS_HOST, config.METRICS_PORT);
+  const http = createUpstreamHttp({
+    connectMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
+    streamHeadersMs: config.UPSTREAM_STREAM_HEADERS_TIMEOUT_MS,
+    messageHeadersMs: config.UPSTREAM_MESSAGE_TIMEOUT_MS,
+    bodySilenceMs: config.UPSTREAM_BODY_SILENCE_TIMEOUT_MS,
+  });
   const router = createRouter({
     pools,
     adapters: createAdapterRegistry(),
@@ -40,13 +46,13 @@ void runOrExit(async () => {
     testStub: defaultTestStubOptions,
   });
   const grpc = await startGrpcServer({
-    host: config.grpcHost,
-    port: config.grpcPort,
+    host: config.GRPC_HOST,
+    port: config.GRPC_PORT,
     services: [registration(routerv1.RouterService, routerHandlers(router, logger))],
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
   });
   grpc.setServing(true);
-  logger.info({ grpcHost: config.grpcHost, grpcPort: grpc.port, pools: [...pools.keys()] }, 'router serving');
+  logger.info({ grpc_host: config.GRPC_HOST, grpc_port: grpc.port, pools: [...pools.keys()] }, 'router serving');
 
   onShutdown(logger, async () => {
     await grpc.shutdown(shutdownGraceMs);

@@ -47,15 +47,18 @@ export function createRouter(deps: RouterDeps): Router {
         metrics.completion({ environment: request.environment, poolId, outcome }, durationMs / 1000, usage);
         logger.info(
           {
-            requestId: request.requestId,
+            request_id: request.requestId,
             environment: request.environment,
             model: request.model,
             stream: request.stream,
-            poolId,
+            pool_id: poolId,
             outcome,
-            firstByteMs,
-            durationMs,
-            ...usage,
+            first_byte_ms: firstByteMs,
+            duration_ms: durationMs,
+            input_tokens: usage?.inputTokens,
+            output_tokens: usage?.outputTokens,
+            cache_read_input_tokens: usage?.cacheReadInputTokens,
+            cache_creation_input_tokens: usage?.cacheCreationInputTokens,
           },
           'completion ended',
         );

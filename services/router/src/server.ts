@@ -65,7 +65,7 @@ export function routerHandlers(
     async *complete(request, context) {
       const decoded = decodeCompleteRequest(request);
       if (!decoded.ok) {
-        logger.error({ requestId: request.requestId }, 'Complete called without a key environment');
+        logger.error({ request_id: request.requestId }, 'Complete called without a key environment');
         yield decoded;
         return;
       }

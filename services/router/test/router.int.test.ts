@@ -89,8 +89,8 @@ async function startRouter(configPath: string): Promise<string> {
   return new Promise<string>((resolveAddress, reject) => {
     createInterface({ input: router.stdout! }).on('line', (line) => {
       routerLogs.push(line);
-      const entry = JSON.parse(line) as { msg?: string; grpcPort?: number };
-      if (entry.msg === 'router serving') resolveAddress(`127.0.0.1:${entry.grpcPort}`);
+      const entry = JSON.parse(line) as { msg?: string; grpc_port?: number };
+      if (entry.msg === 'router serving') resolveAddress(`127.0.0.1:${entry.grpc_port}`);
     });
     router.once('exit', (code) => reject(new Error(`router exited with ${code}: ${stderr}`)));
   });
