@@ -32,6 +32,15 @@ const schema = z.object({
     .string()
     .regex(/^[a-z]{2,12}$/, 'expected 2 to 12 lower-case letters')
     .default('gw'),
+  /** Revocations and suspensions are broadcast here, so that every replica forgets at once. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'expected a redis:// URL')
+    .default('redis://127.0.0.1:6379'),
+  /** How long a verified key may be served from memory before the database confirms it again. */
+  KEY_CACHE_TTL_MS: env.positiveInt(5_000),
+  /** How often recorded key uses are written, in one statement. */
+  LAST_USED_FLUSH_MS: env.positiveInt(5_000),
 });
 
 export type AuthConfig = z.infer<typeof schema>;

@@ -2,6 +2,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { randomBase62 } from '@gw/ids';
 
 export type KeyEnvironment = 'live' | 'test';
+/** API keys are live or test; admin keys manage an account through the admin API. */
+export type KeyKind = KeyEnvironment | 'admin';
 export const secretLength = 32;
 const displaySecretChars = 4;
 
@@ -10,24 +12,24 @@ export interface Pepper {
   secret: string;
 }
 
-/** Issues, recognises and hashes key values of the form `<issuer>_<live|test>_<32 base62>`. */
+/** Issues, recognises and hashes key values of the form `<issuer>_<live|test|admin>_<32 base62>`. */
 export class KeyFormat {
   private readonly pattern: RegExp;
 
   constructor(private readonly issuer: string) {
-    this.pattern = new RegExp(`^${issuer}_(live|test)_[A-Za-z0-9]{${secretLength}}$`);
+    this.pattern = new RegExp(`^${issuer}_(live|test|admin)_[A-Za-z0-9]{${secretLength}}$`);
   }
 
-  issue(environment: KeyEnvironment): { key: string; displayPrefix: string } {
-    const prefix = `${this.issuer}_${environment}_`;
+  issue(kind: KeyKind): { key: string; displayPrefix: string } {
+    const prefix = `${this.issuer}_${kind}_`;
     const secret = randomBase62(secretLength);
     return { key: prefix + secret, displayPrefix: prefix + secret.slice(0, displaySecretChars) };
   }
 
-  /** The environment of a well-formed key, or undefined for anything else. */
-  environmentOf(presented: string): KeyEnvironment | undefined {
+  /** The kind of a well-formed key, or undefined for anything else. */
+  kindOf(presented: string): KeyKind | undefined {
     const match = this.pattern.exec(presented);
-    return match ? (match[1] as KeyEnvironment) : undefined;
+    return match ? (match[1] as KeyKind) : undefined;
   }
 }
 

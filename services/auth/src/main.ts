@@ -1,10 +1,14 @@
+import Redis from 'ioredis';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
+import { publishNotice, subscribeToNotices } from '@gw/revocations';
 import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { readAuthConfig } from './config';
+import { VerifiedKeyCache } from './key-cache';
 import { KeyFormat } from './key-format';
 import { KeyService } from './keys';
+import { LastUsedRecorder } from './last-used';
 import { authService } from './server';
 import { AuthStore } from './store';
 
@@ -15,7 +19,32 @@ void runOrExit(async () => {
   const pool = createPool(config.DATABASE_URL, (error) =>
     logger.error({ err: error }, 'idle database connection failed'),
   );
-  const keys = new KeyService(new AuthStore(pool), new KeyFormat(config.KEY_ISSUER), config.KEY_PEPPERS, gatewayConfig);
+  const store = new AuthStore(pool);
+  const publisher = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, connectTimeout: 2_000 });
+  publisher.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis publisher connection problem'));
+  const cache = new VerifiedKeyCache(config.KEY_CACHE_TTL_MS);
+  const subscription = await subscribeToNotices(config.REDIS_URL, {
+    onNotice: (notice) => ('keyId' in notice ? cache.dropKey(notice.keyId) : cache.dropAccount(notice.accountId)),
+    onConnectionChange: (connected) => {
+      cache.setEnabled(connected);
+      logger.info({ connected }, 'revocation channel');
+    },
+    onError: (error) => logger.warn({ err: error.message }, 'redis subscriber connection problem'),
+  });
+  const lastUsed = new LastUsedRecorder(
+    (keyIds) => store.touchKeys(keyIds),
+    (error) => logger.warn({ err: error }, 'last-used write failed; retrying'),
+  );
+  lastUsed.start(config.LAST_USED_FLUSH_MS);
+  const keys = new KeyService({
+    store,
+    format: new KeyFormat(config.KEY_ISSUER),
+    peppers: config.KEY_PEPPERS,
+    config: gatewayConfig,
+    cache,
+    lastUsed,
+    announce: (notice) => publishNotice(publisher, notice),
+  });
   const metrics = await startMetricsServer('auth', config.METRICS_HOST, config.METRICS_PORT);
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
@@ -24,9 +53,12 @@ void runOrExit(async () => {
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
   });
   grpc.setServing(true);
-  logger.info({ port: grpc.port }, 'auth serving');
+  logger.info({ grpc_port: grpc.port }, 'auth serving');
   onShutdown(logger, async () => {
     await grpc.shutdown(5_000);
+    await lastUsed.stop();
+    await subscription.close();
+    publisher.disconnect();
     await Promise.all([pool.end(), metrics.close()]);
   });
 });

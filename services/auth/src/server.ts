@@ -4,7 +4,7 @@ import type { MessageInitShape } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { KeyService, NewKeyRequest } from './keys';
-import type { AccountRecord, KeyRecord } from './store';
+import type { AccountRecord, AdminKeyRecord, KeyRecord, LimitOverrides } from './store';
 
 const { Environment, Residency, PrivacyMode } = commonv1;
 
@@ -22,15 +22,54 @@ function reverse<K extends string, V extends number>(table: Record<K, V>, value:
 }
 
 const unixMs = (date: Date | null) => (date === null ? undefined : BigInt(date.getTime()));
+const bigintOrUndefined = (value: number | null) => (value === null ? undefined : BigInt(value));
 
 function accountMessage(account: AccountRecord): MessageInitShape<typeof authv1.AccountSchema> {
+  const { limits } = account;
   return {
     id: account.id,
     name: account.name,
     plan: account.plan,
     suspendedAtUnixMs: unixMs(account.suspendedAt),
     createdAtUnixMs: BigInt(account.createdAt.getTime()),
+    limits: {
+      requestsPerMinute: bigintOrUndefined(limits.requestsPerMinute),
+      concurrency: bigintOrUndefined(limits.concurrency),
+      monthlyTokens: bigintOrUndefined(limits.monthlyTokens),
+      overage: limits.overage ?? undefined,
+      hardCeilingTokens: bigintOrUndefined(limits.hardCeilingTokens),
+    },
   };
+}
+
+function adminKeyMessage(key: AdminKeyRecord): MessageInitShape<typeof authv1.AdminKeySchema> {
+  return {
+    id: key.id,
+    accountId: key.accountId,
+    name: key.name,
+    displayPrefix: key.displayPrefix,
+    createdAtUnixMs: BigInt(key.createdAt.getTime()),
+  };
+}
+
+/** The overrides a SetAccountLimits call names, by their proto field names; unset means clear. */
+function limitOverrides(request: authv1.SetAccountLimitsRequest): Result<Partial<LimitOverrides>> {
+  const limits = request.limits;
+  const numberOrNull = (value: bigint | undefined) => (value === undefined ? null : Number(value));
+  const byField: Record<string, () => Partial<LimitOverrides>> = {
+    requests_per_minute: () => ({ requestsPerMinute: numberOrNull(limits?.requestsPerMinute) }),
+    concurrency: () => ({ concurrency: numberOrNull(limits?.concurrency) }),
+    monthly_tokens: () => ({ monthlyTokens: numberOrNull(limits?.monthlyTokens) }),
+    overage: () => ({ overage: limits?.overage ?? null }),
+    hard_ceiling_tokens: () => ({ hardCeilingTokens: numberOrNull(limits?.hardCeilingTokens) }),
+  };
+  const overrides: Partial<LimitOverrides> = {};
+  for (const field of request.fields) {
+    const pick = byField[field];
+    if (!pick) return err(gatewayError('invalid_request_error', `limits: unknown field "${field}".`));
+    Object.assign(overrides, pick());
+  }
+  return ok(overrides);
 }
 
 function keyMessage(key: KeyRecord): MessageInitShape<typeof authv1.ApiKeySchema> {
@@ -90,6 +129,32 @@ export function authService(keys: KeyService) {
           expiresAtUnixMs: unixMs(key.expiresAt),
         },
       });
+    },
+    async verifyAdminKey(request) {
+      const verified = await keys.verifyAdminKey(request.key);
+      return verified.ok ? ok({ adminKeyId: verified.value.id, accountId: verified.value.accountId }) : verified;
+    },
+    async listAccounts(request) {
+      const listed = await keys.listAccounts(request.accountId);
+      return listed.ok ? ok({ accounts: listed.value.map(accountMessage) }) : listed;
+    },
+    async setAccountSuspended(request) {
+      const changed = await keys.setSuspended(request.accountId, request.suspended);
+      return changed.ok ? ok({ account: accountMessage(changed.value) }) : changed;
+    },
+    async setAccountLimits(request) {
+      const overrides = limitOverrides(request);
+      if (!overrides.ok) return overrides;
+      const changed = await keys.setLimits(request.accountId, overrides.value);
+      return changed.ok ? ok({ account: accountMessage(changed.value) }) : changed;
+    },
+    async createAdminKey(request) {
+      const created = await keys.createAdminKey(request.accountId, request.name);
+      return created.ok ? ok({ adminKey: adminKeyMessage(created.value.record), key: created.value.key }) : created;
+    },
+    async getKey(request) {
+      const found = await keys.getKey(request.keyId);
+      return found.ok ? ok({ apiKey: keyMessage(found.value) }) : found;
     },
     async createAccount(request) {
       const created = await keys.createAccount(request.name, request.plan);

@@ -1,12 +1,33 @@
 import type { Pool } from '@gw/db';
 import type { KeyEnvironment } from './key-format';
 
+/** An account's overrides of its plan's limits; null takes the plan's value. */
+export interface LimitOverrides {
+  requestsPerMinute: number | null;
+  concurrency: number | null;
+  monthlyTokens: number | null;
+  overage: boolean | null;
+  hardCeilingTokens: number | null;
+}
+
 export interface AccountRecord {
   id: string;
   name: string;
   plan: string;
   suspendedAt: Date | null;
   createdAt: Date;
+  limits: LimitOverrides;
+}
+
+export interface AdminKeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  keyHash: Buffer;
+  pepperId: string;
+  displayPrefix: string;
+  createdAt: Date;
+  revokedAt: Date | null;
 }
 
 export interface KeyRecord {
@@ -76,10 +97,66 @@ interface AccountRow {
   plan: string;
   suspended_at: Date | null;
   created_at: Date;
+  limit_requests_per_minute: number | null;
+  limit_concurrency: number | null;
+  limit_monthly_tokens: string | null;
+  limit_overage: boolean | null;
+  limit_hard_ceiling_tokens: string | null;
 }
 
+const accountColumns = `id, name, plan, suspended_at, created_at, limit_requests_per_minute, limit_concurrency,
+  limit_monthly_tokens, limit_overage, limit_hard_ceiling_tokens`;
+
+const bigintOrNull = (value: string | null) => (value === null ? null : Number(value));
+
 function toAccount(row: AccountRow): AccountRecord {
-  return { id: row.id, name: row.name, plan: row.plan, suspendedAt: row.suspended_at, createdAt: row.created_at };
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    suspendedAt: row.suspended_at,
+    createdAt: row.created_at,
+    limits: {
+      requestsPerMinute: row.limit_requests_per_minute,
+      concurrency: row.limit_concurrency,
+      monthlyTokens: bigintOrNull(row.limit_monthly_tokens),
+      overage: row.limit_overage,
+      hardCeilingTokens: bigintOrNull(row.limit_hard_ceiling_tokens),
+    },
+  };
+}
+
+/** Column of each override, for partial updates. */
+const limitColumns: Record<keyof LimitOverrides, string> = {
+  requestsPerMinute: 'limit_requests_per_minute',
+  concurrency: 'limit_concurrency',
+  monthlyTokens: 'limit_monthly_tokens',
+  overage: 'limit_overage',
+  hardCeilingTokens: 'limit_hard_ceiling_tokens',
+};
+
+interface AdminKeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  key_hash: Buffer;
+  pepper_id: string;
+  display_prefix: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+function toAdminKey(row: AdminKeyRow): AdminKeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    keyHash: row.key_hash,
+    pepperId: row.pepper_id,
+    displayPrefix: row.display_prefix,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+  };
 }
 
 /** Accounts and keys in PostgreSQL. Only hashes of keys are ever written. */
@@ -88,18 +165,69 @@ export class AuthStore {
 
   async insertAccount(account: Pick<AccountRecord, 'id' | 'name' | 'plan'>): Promise<AccountRecord> {
     const { rows } = await this.pool.query<AccountRow>(
-      'INSERT INTO accounts (id, name, plan) VALUES ($1, $2, $3) RETURNING id, name, plan, suspended_at, created_at',
+      `INSERT INTO accounts (id, name, plan) VALUES ($1, $2, $3) RETURNING ${accountColumns}`,
       [account.id, account.name, account.plan],
     );
     return toAccount(rows[0]!);
   }
 
   async findAccount(id: string): Promise<AccountRecord | undefined> {
+    const { rows } = await this.pool.query<AccountRow>(`SELECT ${accountColumns} FROM accounts WHERE id = $1`, [id]);
+    return rows[0] && toAccount(rows[0]);
+  }
+
+  async listAccounts(): Promise<AccountRecord[]> {
     const { rows } = await this.pool.query<AccountRow>(
-      'SELECT id, name, plan, suspended_at, created_at FROM accounts WHERE id = $1',
-      [id],
+      `SELECT ${accountColumns} FROM accounts ORDER BY created_at, id`,
+    );
+    return rows.map(toAccount);
+  }
+
+  /** Suspends or resumes; the instant of an existing suspension is kept. */
+  async setSuspended(id: string, suspended: boolean): Promise<AccountRecord | undefined> {
+    const { rows } = await this.pool.query<AccountRow>(
+      `UPDATE accounts SET suspended_at = CASE WHEN $2 THEN COALESCE(suspended_at, now()) ELSE NULL END
+       WHERE id = $1 RETURNING ${accountColumns}`,
+      [id, suspended],
     );
     return rows[0] && toAccount(rows[0]);
+  }
+
+  /** Sets the named overrides only. */
+  async setLimits(id: string, limits: Partial<LimitOverrides>): Promise<AccountRecord | undefined> {
+    const names = Object.keys(limits) as (keyof LimitOverrides)[];
+    const assignments = names.map((name, index) => `${limitColumns[name]} = $${index + 2}`);
+    const { rows } = await this.pool.query<AccountRow>(
+      `UPDATE accounts SET ${assignments.join(', ')} WHERE id = $1 RETURNING ${accountColumns}`,
+      [id, ...names.map((name) => limits[name])],
+    );
+    return rows[0] && toAccount(rows[0]);
+  }
+
+  async insertAdminKey(key: Omit<AdminKeyRecord, 'createdAt' | 'revokedAt'>): Promise<AdminKeyRecord> {
+    const { rows } = await this.pool.query<AdminKeyRow>(
+      `INSERT INTO admin_keys (id, account_id, name, key_hash, pepper_id, display_prefix)
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+      [key.id, key.accountId, key.name, key.keyHash, key.pepperId, key.displayPrefix],
+    );
+    return toAdminKey(rows[0]!);
+  }
+
+  async findAdminKeyByHashes(hashes: Buffer[]): Promise<AdminKeyRecord | undefined> {
+    const { rows } = await this.pool.query<AdminKeyRow>('SELECT * FROM admin_keys WHERE key_hash = ANY($1::bytea[])', [
+      hashes,
+    ]);
+    return rows[0] && toAdminKey(rows[0]);
+  }
+
+  async findKey(id: string): Promise<KeyRecord | undefined> {
+    const { rows } = await this.pool.query<KeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE id = $1`, [id]);
+    return rows[0] && toKey(rows[0]);
+  }
+
+  /** Records use of the given keys now: one statement for a whole batch. */
+  async touchKeys(ids: string[]): Promise<void> {
+    await this.pool.query('UPDATE api_keys SET last_used_at = now() WHERE id = ANY($1::text[])', [ids]);
   }
 
   async insertKey(key: NewKey): Promise<KeyRecord> {
@@ -127,27 +255,24 @@ export class AuthStore {
 
   /** The key and its account whose stored hash is one of the given hashes (one per pepper). */
   async findKeyByHashes(hashes: Buffer[]): Promise<{ key: KeyRecord; account: AccountRecord } | undefined> {
-    const { rows } = await this.pool.query<
-      KeyRow & { a_name: string; a_plan: string; a_suspended_at: Date | null; a_created_at: Date }
-    >(
+    const { rows } = await this.pool.query<KeyRow & { account: AccountRow }>(
       `SELECT k.id, k.account_id, k.name, k.environment, k.key_hash, k.pepper_id, k.display_prefix, k.residency,
          k.privacy_mode, k.allowed_models, k.allowed_ips, k.expires_at, k.created_at, k.last_used_at, k.revoked_at,
-         a.name AS a_name, a.plan AS a_plan, a.suspended_at AS a_suspended_at, a.created_at AS a_created_at
+         row_to_json(a) AS account
        FROM api_keys k JOIN accounts a ON a.id = k.account_id
        WHERE k.key_hash = ANY($1::bytea[])`,
       [hashes],
     );
     const row = rows[0];
     if (!row) return undefined;
+    const account = row.account;
     return {
       key: toKey(row),
-      account: {
-        id: row.account_id,
-        name: row.a_name,
-        plan: row.a_plan,
-        suspendedAt: row.a_suspended_at,
-        createdAt: row.a_created_at,
-      },
+      account: toAccount({
+        ...account,
+        suspended_at: account.suspended_at === null ? null : new Date(account.suspended_at),
+        created_at: new Date(account.created_at),
+      }),
     };
   }
 

@@ -1,0 +1,2 @@
+export * from './allow-list';
+export * from './forwarded';
