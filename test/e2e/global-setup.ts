@@ -65,6 +65,8 @@ export default async function globalSetup(): Promise<void> {
       usageTopic,
       consumerGroup: 'gateway-metering-e2e',
       logLevel: 'debug',
+      // Requests from 127.0.0.2 play a load balancer; from 127.0.0.1, a client that may spoof headers.
+      ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32' },
     });
   } catch (error) {
     // Jest runs no teardown after a failed setup: leave nothing running.
@@ -82,6 +84,9 @@ export default async function globalSetup(): Promise<void> {
     kafkaBrokers: kafkaBrokers.split(','),
     usageTopic,
     authAddress,
+    metricsUrls: Object.fromEntries(
+      Object.entries(ports.metrics).map(([service, port]) => [service, `http://127.0.0.1:${port}/metrics`]),
+    ),
     logsDir: state.logs,
     accountId: demo.accountId,
     testKey: demo.testKey,

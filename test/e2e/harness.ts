@@ -13,6 +13,8 @@ export interface Harness {
   kafkaBrokers: string[];
   usageTopic: string;
   authAddress: string;
+  /** Prometheus endpoints by service name. */
+  metricsUrls: Record<string, string>;
   logsDir: string;
   accountId: string;
   testKey: string;

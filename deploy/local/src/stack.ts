@@ -33,6 +33,8 @@ export interface StackOptions {
   usageTopic: string;
   consumerGroup: string;
   logLevel?: string;
+  /** Extra environment for ingress, e.g. TRUSTED_PROXIES in the tests. */
+  ingressEnv?: Record<string, string>;
 }
 
 export interface Secrets {
@@ -136,7 +138,9 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         ROUTER_ADDRESS: grpc('router'),
         KAFKA_BROKERS: infra.kafkaBrokers,
         USAGE_TOPIC: options.usageTopic,
+        REDIS_URL: infra.redisUrl,
         ADMIN_TOKEN: options.secrets.ADMIN_TOKEN,
+        ...options.ingressEnv,
       },
       health: { kind: 'http', url: `http://${loopback}:${ports.admin}/healthz` },
     },

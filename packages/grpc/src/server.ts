@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { Server, ServerCredentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type {
   handleServerStreamingCall,
   handleUnaryCall,
@@ -21,9 +21,37 @@ import type { CallContext, ServerStreamHandler, ServiceHandlers, UnaryHandler } 
 /** Where a service reports a handler that threw: a bug, never a decision. */
 export type HandlerFailureLog = (error: unknown, method: string) => void;
 
+/** One finished call, for metrics: every call that reached a service is counted at its boundary. */
+export interface FinishedCall {
+  service: string;
+  method: string;
+  /** The gRPC status code name, e.g. OK or PERMISSION_DENIED. */
+  code: string;
+  durationSeconds: number;
+}
+
+interface CallHooks {
+  onFailure: HandlerFailureLog;
+  observe: (call: FinishedCall) => void;
+}
+
 export interface ServiceRegistration {
   service: DescService;
-  implementation: (onFailure: HandlerFailureLog) => UntypedServiceImplementation;
+  implementation: (hooks: CallHooks) => UntypedServiceImplementation;
+}
+
+const codeNames = Object.fromEntries(Object.entries(GrpcStatus).map(([name, code]) => [code, name])) as Record<
+  number,
+  string
+>;
+
+function finish(hooks: CallHooks, method: DescMethod, startedAt: bigint, code: number): void {
+  hooks.observe({
+    service: method.parent.typeName,
+    method: method.name,
+    code: codeNames[code] ?? String(code),
+    durationSeconds: Number(process.hrtime.bigint() - startedAt) / 1e9,
+  });
 }
 
 const internalFailure = () => toGrpcStatus(gatewayError('api_error', internalErrorMessage));
@@ -34,43 +62,55 @@ function callContext(call: { on(event: 'cancelled', listener: () => void): unkno
   return { signal: controller.signal };
 }
 
-function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessage>, onFailure: HandlerFailureLog) {
+function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessage>, hooks: CallHooks) {
   return (call: ServerUnaryCall<MessageShape<DescMessage>, unknown>, callback: sendUnaryData<unknown>) => {
+    const startedAt = process.hrtime.bigint();
     handler(call.request, callContext(call)).then(
       (result: Result<MessageInitShape<DescMessage>>) => {
-        if (result.ok) callback(null, create(method.output, result.value));
-        else callback(toGrpcStatus(result.error));
+        if (result.ok) {
+          callback(null, create(method.output, result.value));
+          finish(hooks, method, startedAt, GrpcStatus.OK);
+        } else {
+          const failure = toGrpcStatus(result.error);
+          callback(failure);
+          finish(hooks, method, startedAt, failure.code!);
+        }
       },
       (error: unknown) => {
-        onFailure(error, method.name);
+        hooks.onFailure(error, method.name);
         callback(internalFailure());
+        finish(hooks, method, startedAt, GrpcStatus.INTERNAL);
       },
     );
   };
 }
 
-function serverStream(
-  method: DescMethod,
-  handler: ServerStreamHandler<DescMessage, DescMessage>,
-  onFailure: HandlerFailureLog,
-) {
+function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessage, DescMessage>, hooks: CallHooks) {
   return async (call: ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
+    const startedAt = process.hrtime.bigint();
     const context = callContext(call);
+    let code: number = GrpcStatus.OK;
     try {
       for await (const item of handler(call.request, context)) {
-        if (context.signal.aborted) return;
+        if (context.signal.aborted) break;
         if (!item.ok) {
-          call.emit('error', toGrpcStatus(item.error));
+          const failure = toGrpcStatus(item.error);
+          code = failure.code!;
+          call.emit('error', failure);
           return;
         }
         if (!call.write(create(method.output, item.value))) {
           await Promise.race([once(call, 'drain'), once(context.signal, 'abort')]);
         }
       }
-      if (!context.signal.aborted) call.end();
+      if (context.signal.aborted) code = GrpcStatus.CANCELLED;
+      else call.end();
     } catch (error) {
-      onFailure(error, method.name);
+      hooks.onFailure(error, method.name);
+      code = GrpcStatus.INTERNAL;
       if (!context.signal.aborted) call.emit('error', internalFailure());
+    } finally {
+      finish(hooks, method, startedAt, code);
     }
   };
 }
@@ -82,7 +122,7 @@ export function registration<M extends GenServiceMethods>(
 ): ServiceRegistration {
   return {
     service,
-    implementation: (onFailure) => {
+    implementation: (hooks) => {
       const implementation: UntypedServiceImplementation = {};
       const byName = handlers as Record<string, unknown>;
       for (const method of service.methods) {
@@ -92,13 +132,13 @@ export function registration<M extends GenServiceMethods>(
           implementation[method.localName] = unary(
             method,
             handler as UnaryHandler<DescMessage, DescMessage>,
-            onFailure,
+            hooks,
           ) as handleUnaryCall<unknown, unknown>;
         } else if (method.methodKind === 'server_streaming') {
           implementation[method.localName] = serverStream(
             method,
             handler as ServerStreamHandler<DescMessage, DescMessage>,
-            onFailure,
+            hooks,
           ) as handleServerStreamingCall<unknown, unknown>;
         }
       }
@@ -112,6 +152,8 @@ export interface GrpcServerOptions {
   port: number;
   services: ServiceRegistration[];
   onHandlerFailure: HandlerFailureLog;
+  /** Told of every finished call; feeds the service's request metrics. */
+  observeCall?: (call: FinishedCall) => void;
 }
 
 export interface RunningGrpcServer {
@@ -127,7 +169,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   const health = new HealthImplementation({ '': 'NOT_SERVING' });
   health.addToServer(server);
   for (const { service, implementation } of options.services) {
-    server.addService(grpcServiceDefinition(service), implementation(options.onHandlerFailure));
+    server.addService(
+      grpcServiceDefinition(service),
+      implementation({ onFailure: options.onHandlerFailure, observe: options.observeCall ?? (() => undefined) }),
+    );
     health.setStatus(service.typeName, 'SERVING');
   }
   const port = await new Promise<number>((resolve, reject) => {

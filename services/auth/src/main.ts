@@ -3,7 +3,7 @@ import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
 import { publishNotice, subscribeToNotices } from '@gw/revocations';
-import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
 import { readAuthConfig } from './config';
 import { VerifiedKeyCache } from './key-cache';
 import { KeyFormat } from './key-format';
@@ -51,6 +51,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     services: [authService(keys)],
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+    observeCall: grpcServerMetrics(metrics.registry),
   });
   grpc.setServing(true);
   logger.info({ grpc_port: grpc.port }, 'auth serving');

@@ -15,6 +15,15 @@ const schema = z.object({
   KAFKA_BROKERS: env.list('127.0.0.1:9092'),
   USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),
   BODY_LIMIT_BYTES: env.positiveInt(32 * 1024 * 1024),
+  /** Revocations arrive here and end the key's requests in flight. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'expected a redis:// URL')
+    .default('redis://127.0.0.1:6379'),
+  /** Load balancers whose X-Forwarded-For is believed; empty: the TCP peer is the caller. */
+  TRUSTED_PROXIES: env.list(''),
+  /** The operator's bearer token for the admin API. */
+  ADMIN_TOKEN: env.secret(),
   /** Deadline of each call to auth, policy and quota. */
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
   /** A streamed response with no upstream event for this long gets an SSE ping. */

@@ -4,7 +4,9 @@ import { runOrExit } from '@gw/config';
 import { create, eventsv1 } from '@gw/proto';
 import { createKafka, UsageEventProducer } from '@gw/kafka';
 import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { subscribeToNotices } from '@gw/revocations';
 import { createClients } from './clients';
+import { InFlightRequests } from './in-flight';
 import { readIngressConfig } from './config';
 import { createAdminApp, createPublicApp } from './server';
 
@@ -28,11 +30,22 @@ void runOrExit(async () => {
   await producer.connect();
   const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
   const requestLog = logger.child({ event: 'request' });
+  const inFlight = new InFlightRequests();
+  const revocations = await subscribeToNotices(config.REDIS_URL, {
+    onNotice: (notice) => {
+      if (!('keyId' in notice)) return;
+      const ended = inFlight.revokeKey(notice.keyId);
+      if (ended > 0) logger.info({ key_id: notice.keyId, ended }, 'revoked key: requests in flight ended');
+    },
+    onConnectionChange: (connected) => logger.info({ connected }, 'revocation channel'),
+    onError: (error) => logger.warn({ err: error.message }, 'redis subscriber connection problem'),
+  });
 
   const publicServer = createServer(
     createPublicApp(
       {
         clients,
+        inFlight,
         recordUsage: (event) =>
           producer
             .send(create(eventsv1.UsageEventSchema, event))
@@ -41,13 +54,18 @@ void runOrExit(async () => {
             ),
         logRequest: (fields) => requestLog.info(fields),
       },
-      { bodyLimitBytes: config.BODY_LIMIT_BYTES, ssePingIntervalMs: config.SSE_PING_INTERVAL_MS, logger },
+      {
+        bodyLimitBytes: config.BODY_LIMIT_BYTES,
+        ssePingIntervalMs: config.SSE_PING_INTERVAL_MS,
+        trustedProxies: config.TRUSTED_PROXIES,
+        logger,
+      },
     ),
   );
   // Streams may be silent for long thinking phases; the SDKs wait up to 10 minutes.
   publicServer.requestTimeout = 0;
   publicServer.keepAliveTimeout = 65_000;
-  const adminServer = createServer(createAdminApp());
+  const adminServer = createServer(createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger }));
   await listen(publicServer, config.HTTP_PORT, config.HTTP_HOST);
   await listen(adminServer, config.ADMIN_PORT, config.HTTP_HOST);
   logger.info({ port: config.HTTP_PORT, admin_port: config.ADMIN_PORT }, 'ingress serving');
@@ -59,6 +77,7 @@ void runOrExit(async () => {
       publicServer.closeIdleConnections();
     });
     await producer.disconnect();
+    await revocations.close();
     for (const client of Object.values(clients)) client.close();
     await metrics.close();
   });

@@ -3,6 +3,8 @@ import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { commonv1, eventsv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import type { Clients } from './clients';
+import { expiredError } from './in-flight';
+import type { InFlightRequests } from './in-flight';
 import { parseMessagesBody } from './validation';
 import { billableTokens } from './weighting';
 import type { TokenCounts } from './weighting';
@@ -37,6 +39,7 @@ export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;
 
 export interface MessagesDeps {
   clients: Clients;
+  inFlight: InFlightRequests;
   /** Hands a usage event to the metering pipeline; never throws. */
   recordUsage(event: UsageEventInit): void;
   /** One structured line per request: ids and numbers, never content. */
@@ -45,34 +48,68 @@ export interface MessagesDeps {
 
 const noTokens: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
+/** Milliseconds a timer can wait; a key expiring later than that cannot end a request in flight. */
+const longestTimerMs = 2 ** 31 - 1;
+
+/** What one request carries through its steps. */
+interface RequestScope {
+  deps: MessagesDeps;
+  request: MessagesRequest;
+  sink: ResponseSink;
+  startedAt: number;
+  log(fields: Record<string, unknown>): void;
+  refuse(error: GatewayError, fields?: Record<string, unknown>): void;
+}
+
 /**
  * POST /v1/messages, in the order of DESIGN.md §1: key, body, policy, limits, router. Nothing is sent
  * upstream before every check has passed; a refusal consumes nothing.
  */
 export async function handleMessages(deps: MessagesDeps, request: MessagesRequest, sink: ResponseSink): Promise<void> {
   const startedAt = Date.now();
-  const { clients } = deps;
   const log = (fields: Record<string, unknown>) =>
     deps.logRequest({ request_id: request.requestId, duration_ms: Date.now() - startedAt, ...fields });
-  const refuse = (error: GatewayError, fields: Record<string, unknown> = {}) => {
-    sink.fail(error);
-    log({ status: 'refused', error_type: error.type, ...fields });
+  const scope: RequestScope = {
+    deps,
+    request,
+    sink,
+    startedAt,
+    log,
+    refuse: (error, fields = {}) => {
+      sink.fail(error);
+      log({ status: 'refused', error_type: error.type, ...fields });
+    },
   };
 
-  const verified = await clients.auth.verifyKey({ key: request.presentedKey, sourceAddress: request.sourceAddress });
-  if (!verified.ok) return refuse(verified.error);
+  const verified = await deps.clients.auth.verifyKey({
+    key: request.presentedKey,
+    sourceAddress: request.sourceAddress,
+  });
+  if (!verified.ok) return scope.refuse(verified.error);
   const key = verified.value.key!;
+  // From here on, a revocation of the key ends this request wherever it is.
+  const registration = deps.inFlight.register(key.keyId);
+  try {
+    await serve(scope, key, registration.signal);
+  } finally {
+    registration.unregister();
+  }
+}
+
+async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: AbortSignal): Promise<void> {
+  const { deps, request, sink } = scope;
+  const { clients } = deps;
   const ids = { key_id: key.keyId, account_id: key.accountId };
 
   const raw = await request.readBody();
-  if (!raw.ok) return refuse(raw.error, ids);
+  if (!raw.ok) return scope.refuse(raw.error, ids);
   const body = parseMessagesBody(raw.value);
-  if (!body.ok) return refuse(body.error, ids);
+  if (!body.ok) return scope.refuse(body.error, ids);
   const { model } = body.value;
   const streamed = body.value.stream === true;
 
   const authorized = await clients.policy.authorize({ key, model, bodyJson: raw.value });
-  if (!authorized.ok) return refuse(authorized.error, { ...ids, model });
+  if (!authorized.ok) return scope.refuse(authorized.error, { ...ids, model });
 
   const admitted = await clients.quota.acquire({
     accountId: key.accountId,
@@ -82,7 +119,7 @@ export async function handleMessages(deps: MessagesDeps, request: MessagesReques
   });
   if (!admitted.ok) {
     if (admitted.error.rateLimit) sink.setRateLimit(admitted.error.rateLimit);
-    return refuse(admitted.error, { ...ids, model });
+    return scope.refuse(admitted.error, { ...ids, model });
   }
   const lease = admitted.value;
   const window = lease.window!;
@@ -94,9 +131,18 @@ export async function handleMessages(deps: MessagesDeps, request: MessagesReques
   const leaseRef = { accountId: key.accountId, environment: key.environment, leaseId: lease.leaseId };
   const renewal = setInterval(() => void clients.quota.renew(leaseRef), Math.max(1_000, Number(lease.leaseTtlMs) / 3));
 
-  const upstream = new AbortController();
-  const cancel = () => upstream.abort();
-  request.signal.addEventListener('abort', cancel, { once: true });
+  // The key stops working mid-request when it is revoked or reaches expires_at (to the millisecond).
+  const keyStopped = new AbortController();
+  const stopOnRevocation = () => keyStopped.abort(keyRevoked.reason);
+  keyRevoked.addEventListener('abort', stopOnRevocation, { once: true });
+  if (keyRevoked.aborted) stopOnRevocation();
+  const untilExpiry = key.expiresAtUnixMs === undefined ? undefined : Number(key.expiresAtUnixMs) - Date.now();
+  const expiry =
+    untilExpiry !== undefined && untilExpiry <= longestTimerMs
+      ? setTimeout(() => keyStopped.abort(expiredError()), Math.max(0, untilExpiry))
+      : undefined;
+  // The upstream call ends when the client goes away or the key stops working.
+  const upstream = AbortSignal.any([request.signal, keyStopped.signal]);
 
   let started: { poolId: string; region: string } | undefined;
   let tokens = noTokens;
@@ -112,7 +158,7 @@ export async function handleMessages(deps: MessagesDeps, request: MessagesReques
         stream: streamed,
         headers: request.protocolHeaders,
       },
-      { signal: upstream.signal },
+      { signal: upstream },
     );
     for await (const item of events) {
       if (!item.ok) {
@@ -149,10 +195,13 @@ export async function handleMessages(deps: MessagesDeps, request: MessagesReques
     }
   } finally {
     clearInterval(renewal);
-    request.signal.removeEventListener('abort', cancel);
+    clearTimeout(expiry);
+    keyRevoked.removeEventListener('abort', stopOnRevocation);
   }
 
-  const cancelled = request.signal.aborted;
+  const keyStop = keyStopped.signal.aborted ? (keyStopped.signal.reason as GatewayError) : undefined;
+  const cancelled = request.signal.aborted && !keyStop;
+  if (keyStop) failure = keyStop;
   if (failure && !cancelled) {
     if (started && streamed) {
       sink.writeEvent('error', JSON.stringify(errorEnvelope(failure, request.requestId)));
@@ -184,20 +233,22 @@ export async function handleMessages(deps: MessagesDeps, request: MessagesReques
     cacheReadInputTokens: BigInt(tokens.cacheReadInputTokens),
     cacheCreationInputTokens: BigInt(tokens.cacheCreationInputTokens),
     billableTokens: BigInt(billable),
-    outcome: cancelled
-      ? eventsv1.Outcome.CLIENT_CANCELLED
-      : failure
-        ? eventsv1.Outcome.UPSTREAM_ERROR
-        : eventsv1.Outcome.SUCCESS,
+    outcome: keyStop
+      ? eventsv1.Outcome.REVOKED
+      : cancelled
+        ? eventsv1.Outcome.CLIENT_CANCELLED
+        : failure
+          ? eventsv1.Outcome.UPSTREAM_ERROR
+          : eventsv1.Outcome.SUCCESS,
     errorType: failure?.type ?? '',
-    startedAtUnixMs: BigInt(startedAt),
+    startedAtUnixMs: BigInt(scope.startedAt),
     endedAtUnixMs: BigInt(Date.now()),
     streamed,
   });
-  log({
+  scope.log({
     ...ids,
     model,
-    status: cancelled ? 'cancelled' : failure ? 'failed' : 'ok',
+    status: keyStop ? 'key_stopped' : cancelled ? 'cancelled' : failure ? 'failed' : 'ok',
     error_type: failure?.type,
     pool_id: started?.poolId,
     region: started?.region,

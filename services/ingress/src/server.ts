@@ -3,7 +3,10 @@ import type { NextFunction, Request, Response } from 'express';
 import { errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, retryHeaders } from '@gw/errors';
 import type { GatewayError, RateLimitWindow } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
+import { sourceAddress } from '@gw/addresses';
 import type { Logger } from '@gw/telemetry';
+import { adminRoutes } from './admin/routes';
+import type { Clients } from './clients';
 import { readBody, tooLarge } from './body';
 import { presentedKey } from './credentials';
 import { handleMessages } from './messages';
@@ -13,6 +16,8 @@ import { pingFrame, sseFrame } from './sse';
 export interface PublicAppOptions {
   bodyLimitBytes: number;
   ssePingIntervalMs: number;
+  /** Peers whose X-Forwarded-For is believed (CIDR ranges or addresses). */
+  trustedProxies: readonly string[];
   logger: Logger;
 }
 
@@ -74,17 +79,33 @@ function responseSink(response: Response, pingIntervalMs: number): ResponseSink 
   };
 }
 
+/** Every response carries the request id, in the header the SDKs read and in x-request-id. */
+function assignRequestId(_request: Request, response: Response, next: NextFunction): void {
+  const requestId = newRequestId();
+  response.locals.requestId = requestId;
+  response.set({ 'x-request-id': requestId, 'request-id': requestId });
+  next();
+}
+
+function notFound(request: Request, response: Response): void {
+  sendError(response, gatewayError('not_found_error', `Unknown endpoint: ${request.method} ${request.path}.`));
+}
+
+function internalError(logger: Logger) {
+  return (error: unknown, _request: Request, response: Response, _next: NextFunction) => {
+    const parseFailure = (error as { type?: string }).type === 'entity.parse.failed';
+    if (parseFailure)
+      return sendError(response, gatewayError('invalid_request_error', 'The request body is not valid JSON.'));
+    logger.error({ err: error, request_id: requestIdOf(response) }, 'unhandled error');
+    sendError(response, gatewayError('api_error', internalErrorMessage));
+  };
+}
+
 export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-
-  app.use((_request: Request, response: Response, next: NextFunction) => {
-    const requestId = newRequestId();
-    response.locals.requestId = requestId;
-    response.set({ 'x-request-id': requestId, 'request-id': requestId });
-    next();
-  });
+  app.use(assignRequestId);
 
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
@@ -111,7 +132,11 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
       {
         requestId: requestIdOf(response),
         presentedKey: presentedKey(request.headers.authorization, request.headers['x-api-key']),
-        sourceAddress: request.socket.remoteAddress ?? '',
+        sourceAddress: sourceAddress(
+          request.socket.remoteAddress ?? '',
+          request.headers['x-forwarded-for'] as string | undefined,
+          options.trustedProxies,
+        ),
         readBody: async () => {
           const body = await readBody(request, options.bodyLimitBytes);
           if (!body.ok) response.set('connection', 'close');
@@ -128,30 +153,32 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
     });
   });
 
-  app.use((request: Request, response: Response) => {
-    sendError(
-      response,
-      gatewayError(
-        'not_found_error',
-        `Unknown endpoint: ${request.method} ${request.path}. See GET /v1/models for models.`,
-      ),
-    );
-  });
-
-  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => {
-    options.logger.error({ err: error, request_id: requestIdOf(response) }, 'unhandled error');
-    sendError(response, gatewayError('api_error', internalErrorMessage));
-  });
-
+  app.use(notFound);
+  app.use(internalError(options.logger));
   return app;
 }
 
-/** The operator-facing port: health now; the admin API and dashboard live here too. */
-export function createAdminApp(): express.Express {
+export interface AdminAppOptions {
+  clients: Clients;
+  operatorToken: string;
+  logger: Logger;
+}
+
+/** The operator-facing port: health and the admin API (docs/admin-api.md). */
+export function createAdminApp(options: AdminAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(assignRequestId);
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
+  app.use(
+    '/admin/v1',
+    express.json({ limit: '1mb' }),
+    adminRoutes({ clients: options.clients, operatorToken: options.operatorToken, sendError }),
+  );
+  app.use(notFound);
+  app.use(internalError(options.logger));
   return app;
 }

@@ -2,7 +2,7 @@ import { runOrExit } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
 import { createKafka, startBatchConsumer } from '@gw/kafka';
-import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
 import { readMeteringConfig } from './config';
 import { usageChunkHandler } from './consumer';
 import { meteringMetrics } from './metrics';
@@ -20,6 +20,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     services: [],
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+    observeCall: grpcServerMetrics(metrics.registry),
   });
   const kafka = createKafka({
     brokers: config.KAFKA_BROKERS,

@@ -1,6 +1,6 @@
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { startGrpcServer } from '@gw/grpc';
-import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
 import { Catalogue } from './catalogue';
 import { readPolicyConfig } from './config';
 import { policyService } from './server';
@@ -15,6 +15,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     services: [policyService(catalogue)],
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+    observeCall: grpcServerMetrics(metrics.registry),
   });
   grpc.setServing(true);
   logger.info({ port: grpc.port }, 'policy serving');

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { startGrpcServer } from '@gw/grpc';
-import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
 import { readQuotaConfig } from './config';
 import { Limits } from './limits';
 import { quotaService } from './server';
@@ -25,6 +25,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     services: [quotaService(limits)],
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+    observeCall: grpcServerMetrics(metrics.registry),
   });
   grpc.setServing(true);
   logger.info({ port: grpc.port }, 'quota serving');

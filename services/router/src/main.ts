@@ -1,7 +1,7 @@
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { registration, startGrpcServer } from '@gw/grpc';
 import { routerv1 } from '@gw/proto';
-import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
 import { createRouterMetrics } from './metrics';
@@ -50,6 +50,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     services: [registration(routerv1.RouterService, routerHandlers(router, logger))],
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+    observeCall: grpcServerMetrics(metricsServer.registry),
   });
   grpc.setServing(true);
   logger.info({ grpc_host: config.GRPC_HOST, grpc_port: grpc.port, pools: [...pools.keys()] }, 'router serving');

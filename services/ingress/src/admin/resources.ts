@@ -1,0 +1,76 @@
+import { commonv1 } from '@gw/proto';
+import type { authv1 } from '@gw/proto';
+
+/** The JSON shapes of docs/admin-api.md, from the auth service's messages. */
+
+const isoOrNull = (unixMs: bigint | undefined) =>
+  unixMs === undefined ? null : new Date(Number(unixMs)).toISOString();
+const numberOrNull = (value: bigint | undefined) => (value === undefined ? null : Number(value));
+
+export const environmentNames: Record<string, commonv1.Environment> = {
+  live: commonv1.Environment.LIVE,
+  test: commonv1.Environment.TEST,
+};
+export const residencyNames: Record<string, commonv1.Residency> = {
+  uk: commonv1.Residency.UK,
+  eu: commonv1.Residency.EU,
+};
+export const privacyModeNames: Record<string, commonv1.PrivacyMode> = {
+  off: commonv1.PrivacyMode.OFF,
+  flag: commonv1.PrivacyMode.FLAG,
+  redact: commonv1.PrivacyMode.REDACT,
+  tokenise: commonv1.PrivacyMode.TOKENISE,
+};
+
+function nameOf<V>(table: Record<string, V>, value: V): string {
+  return Object.keys(table).find((name) => table[name] === value) ?? 'unknown';
+}
+
+export function accountResource(account: authv1.Account) {
+  const limits = account.limits;
+  return {
+    id: account.id,
+    name: account.name,
+    plan: account.plan,
+    status: account.suspendedAtUnixMs === undefined ? 'active' : 'suspended',
+    suspended_at: isoOrNull(account.suspendedAtUnixMs),
+    created_at: isoOrNull(account.createdAtUnixMs),
+    limits: {
+      requests_per_minute: numberOrNull(limits?.requestsPerMinute),
+      concurrency: numberOrNull(limits?.concurrency),
+      monthly_tokens: numberOrNull(limits?.monthlyTokens),
+      overage: limits?.overage ?? null,
+      hard_ceiling_tokens: numberOrNull(limits?.hardCeilingTokens),
+    },
+  };
+}
+
+export function keyResource(key: authv1.ApiKey, now = Date.now()) {
+  const expired = key.expiresAtUnixMs !== undefined && Number(key.expiresAtUnixMs) <= now;
+  return {
+    id: key.id,
+    account_id: key.accountId,
+    name: key.name,
+    environment: nameOf(environmentNames, key.environment),
+    display_prefix: key.displayPrefix,
+    residency: nameOf(residencyNames, key.residency),
+    privacy_mode: nameOf(privacyModeNames, key.privacyMode),
+    allowed_models: key.allowedModels?.values ?? null,
+    allowed_ips: key.allowedIps?.values ?? null,
+    expires_at: isoOrNull(key.expiresAtUnixMs),
+    status: key.revokedAtUnixMs !== undefined ? 'revoked' : expired ? 'expired' : 'active',
+    created_at: isoOrNull(key.createdAtUnixMs),
+    last_used_at: isoOrNull(key.lastUsedAtUnixMs),
+    revoked_at: isoOrNull(key.revokedAtUnixMs),
+  };
+}
+
+export function adminKeyResource(key: authv1.AdminKey) {
+  return {
+    id: key.id,
+    account_id: key.accountId,
+    name: key.name,
+    display_prefix: key.displayPrefix,
+    created_at: isoOrNull(key.createdAtUnixMs),
+  };
+}

@@ -1,0 +1,204 @@
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import { err, gatewayError, ok } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
+import type { Clients } from '../clients';
+import { authenticatePrincipal, requireAccount, requireOperator } from './principal';
+import type { Principal } from './principal';
+import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
+import {
+  accountResource,
+  adminKeyResource,
+  environmentNames,
+  keyResource,
+  privacyModeNames,
+  residencyNames,
+} from './resources';
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+type Handler = (request: Request, principal: Principal) => Promise<Result<Answer>>;
+
+export interface AdminRoutesOptions {
+  clients: Clients;
+  operatorToken: string;
+  sendError(response: Response, error: GatewayError): void;
+}
+
+const answer = (body: unknown, status = 200): Result<Answer> => ok({ status, body });
+
+/** The admin API of docs/admin-api.md; every decision is made by the auth service. */
+export function adminRoutes(options: AdminRoutesOptions): express.Router {
+  const { clients, operatorToken, sendError } = options;
+  const { auth } = clients;
+  const router = express.Router();
+
+  const route = (handler: Handler) => (request: Request, response: Response, next: NextFunction) => {
+    authenticatePrincipal(request.headers.authorization, operatorToken, auth)
+      .then(async (principal) => {
+        const result = principal.ok ? await handler(request, principal.value) : principal;
+        if (result.ok) response.status(result.value.status).json(result.value.body);
+        else sendError(response, result.error);
+      })
+      .catch(next);
+  };
+
+  /** A key the caller may see, or 404 for one of another account. */
+  const visibleKey = async (principal: Principal, keyId: string) => {
+    const found = await auth.getKey({ keyId });
+    if (!found.ok) return found;
+    const allowed = requireAccount(principal, found.value.apiKey!.accountId, 'key');
+    return allowed.ok ? ok(found.value.apiKey!) : allowed;
+  };
+
+  router.post(
+    '/accounts',
+    route(async (request, principal) => {
+      const allowed = requireOperator(principal);
+      if (!allowed.ok) return allowed;
+      const body = parseBody(createAccountBody, request.body);
+      if (!body.ok) return body;
+      const created = await auth.createAccount(body.value);
+      return created.ok ? answer(accountResource(created.value.account!), 201) : created;
+    }),
+  );
+
+  router.get(
+    '/accounts',
+    route(async (_request, principal) => {
+      const listed = await auth.listAccounts(principal.kind === 'account' ? { accountId: principal.accountId } : {});
+      return listed.ok ? answer({ data: listed.value.accounts.map(accountResource) }) : listed;
+    }),
+  );
+
+  router.get(
+    '/accounts/:id',
+    route(async (request, principal) => {
+      const id = String(request.params.id);
+      const allowed = requireAccount(principal, id);
+      if (!allowed.ok) return allowed;
+      const found = await auth.getAccount({ id });
+      return found.ok ? answer(accountResource(found.value.account!)) : found;
+    }),
+  );
+
+  for (const [action, suspended] of [
+    ['suspend', true],
+    ['resume', false],
+  ] as const) {
+    router.post(
+      `/accounts/:id/${action}`,
+      route(async (request, principal) => {
+        const allowed = requireOperator(principal);
+        if (!allowed.ok) return allowed;
+        const changed = await auth.setAccountSuspended({ accountId: String(request.params.id), suspended });
+        return changed.ok ? answer(accountResource(changed.value.account!)) : changed;
+      }),
+    );
+  }
+
+  router.patch(
+    '/accounts/:id/limits',
+    route(async (request, principal) => {
+      const allowed = requireOperator(principal);
+      if (!allowed.ok) return allowed;
+      const body = parseBody(setLimitsBody, request.body);
+      if (!body.ok) return body;
+      const fields = Object.keys(body.value);
+      if (fields.length === 0) {
+        return err(
+          gatewayError(
+            'invalid_request_error',
+            'Expected at least one of requests_per_minute, concurrency, monthly_tokens, hard_ceiling_tokens, overage.',
+          ),
+        );
+      }
+      const big = (value: number | null | undefined) =>
+        value === null || value === undefined ? undefined : BigInt(value);
+      const changed = await auth.setAccountLimits({
+        accountId: String(request.params.id),
+        fields,
+        limits: {
+          requestsPerMinute: big(body.value.requests_per_minute),
+          concurrency: big(body.value.concurrency),
+          monthlyTokens: big(body.value.monthly_tokens),
+          hardCeilingTokens: big(body.value.hard_ceiling_tokens),
+          overage: body.value.overage ?? undefined,
+        },
+      });
+      return changed.ok ? answer(accountResource(changed.value.account!)) : changed;
+    }),
+  );
+
+  router.post(
+    '/accounts/:id/admin-keys',
+    route(async (request, principal) => {
+      const allowed = requireOperator(principal);
+      if (!allowed.ok) return allowed;
+      const body = parseBody(createAdminKeyBody, request.body);
+      if (!body.ok) return body;
+      const created = await auth.createAdminKey({ accountId: String(request.params.id), name: body.value.name });
+      return created.ok
+        ? answer({ ...adminKeyResource(created.value.adminKey!), key: created.value.key }, 201)
+        : created;
+    }),
+  );
+
+  router.post(
+    '/keys',
+    route(async (request, principal) => {
+      const body = parseBody(createKeyBody, request.body);
+      if (!body.ok) return body;
+      const allowed = requireAccount(principal, body.value.account_id);
+      if (!allowed.ok) return allowed;
+      const list = (values: string[] | null | undefined) => (values ? { values } : undefined);
+      const created = await auth.createKey({
+        accountId: body.value.account_id,
+        name: body.value.name,
+        environment: environmentNames[body.value.environment],
+        residency: residencyNames[body.value.residency],
+        privacyMode: privacyModeNames[body.value.privacy_mode],
+        allowedModels: list(body.value.allowed_models),
+        allowedIps: list(body.value.allowed_ips),
+        expiresAtUnixMs: body.value.expires_at ? BigInt(Date.parse(body.value.expires_at)) : undefined,
+      });
+      return created.ok ? answer({ ...keyResource(created.value.apiKey!), key: created.value.key }, 201) : created;
+    }),
+  );
+
+  router.get(
+    '/keys',
+    route(async (request, principal) => {
+      const accountId = typeof request.query.account_id === 'string' ? request.query.account_id : '';
+      if (!accountId)
+        return err(gatewayError('invalid_request_error', 'account_id: expected the account id as a query parameter.'));
+      const allowed = requireAccount(principal, accountId);
+      if (!allowed.ok) return allowed;
+      const listed = await auth.listKeys({ accountId });
+      return listed.ok ? answer({ data: listed.value.keys.map((key) => keyResource(key)) }) : listed;
+    }),
+  );
+
+  router.get(
+    '/keys/:id',
+    route(async (request, principal) => {
+      const found = await visibleKey(principal, String(request.params.id));
+      return found.ok ? answer(keyResource(found.value)) : found;
+    }),
+  );
+
+  router.post(
+    '/keys/:id/revoke',
+    route(async (request, principal) => {
+      const found = await visibleKey(principal, String(request.params.id));
+      if (!found.ok) return found;
+      const revoked = await auth.revokeKey({ keyId: found.value.id });
+      return revoked.ok ? answer(keyResource(revoked.value.apiKey!)) : revoked;
+    }),
+  );
+
+  return router;
+}
