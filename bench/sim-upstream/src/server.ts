@@ -1,6 +1,8 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { AnthropicSimOptions } from './anthropic/common';
+import { handleCountTokens } from './anthropic/count-tokens';
 import { sendError } from './anthropic/errors';
 import { handleMessages } from './anthropic/messages';
 import type { ParsedBody, SimExchange } from './exchange';
@@ -56,7 +58,15 @@ function sendJson(response: ServerResponse, status: number, body: unknown): void
 export async function startSimUpstream(options: SimUpstreamOptions): Promise<RunningSimUpstream> {
   const log = new RequestLog(requestLogCapacity);
 
-  const serveMessages = async (request: IncomingMessage, response: ServerResponse, path: string) => {
+  const protocol: AnthropicSimOptions = { apiKey: options.apiKey };
+
+  /** Reads, records and hands one protocol request to its handler; the log follows what became of the response. */
+  const serveRecorded = async (
+    handler: (exchange: SimExchange, protocolOptions: AnthropicSimOptions) => Promise<void>,
+    request: IncomingMessage,
+    response: ServerResponse,
+    path: string,
+  ) => {
     const requestId = randomId('req_');
     const raw = await readBody(request);
     if (raw === undefined) {
@@ -97,7 +107,7 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
         request.socket.destroy();
       },
     };
-    await handleMessages(exchange, { apiKey: options.apiKey });
+    await handler(exchange, protocol);
   };
 
   const dispatch = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -105,7 +115,9 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
     const route = `${request.method ?? ''} ${url.pathname}`;
     switch (route) {
       case 'POST /v1/messages':
-        return serveMessages(request, response, url.pathname + url.search);
+        return serveRecorded(handleMessages, request, response, url.pathname + url.search);
+      case 'POST /v1/messages/count_tokens':
+        return serveRecorded(handleCountTokens, request, response, url.pathname + url.search);
       case 'GET /_sim/requests':
         return sendJson(response, 200, log.list());
       case 'DELETE /_sim/requests':

@@ -315,6 +315,136 @@ describe('request log', () => {
   });
 });
 
+describe('count_tokens', () => {
+  const countPath = '/v1/messages/count_tokens';
+
+  function countBody(text: string, extra: Record<string, unknown> = {}) {
+    return { model: 'claude-sim', messages: [{ role: 'user', content: text }], ...extra };
+  }
+
+  it('answers the same input tokens /v1/messages reports for the same prompt', async () => {
+    const prompt = {
+      system: [{ type: 'text', text: 'You are terse.' }],
+      messages: [
+        { role: 'user', content: 'What is the weather like in Paris today, roughly?' },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'Sunny, 21 C' }] },
+      ],
+      tools: [{ name: 'weather', description: 'Looks the weather up.', input_schema: { type: 'object' } }],
+    };
+    const counted = await post({ model: 'claude-sim', ...prompt }, { path: countPath });
+    expect(counted.status).toBe(200);
+    expect(counted.headers.get('content-type')).toBe('application/json');
+    expect(counted.headers.get('request-id')).toMatch(/^req_[0-9A-Za-z]{24}$/);
+    const count = await jsonOf<{ input_tokens: number }>(counted);
+    expect(count).toEqual({ input_tokens: estimateInputTokens(prompt) });
+    expect(count.input_tokens).toBeGreaterThan(10);
+
+    const message = await jsonOf<{ usage: { input_tokens: number } }>(
+      await post({ model: 'claude-sim', max_tokens: 5, ...prompt }),
+    );
+    expect(message.usage.input_tokens).toBe(count.input_tokens);
+  });
+
+  it('counts at least 1 and tolerates ?beta=true', async () => {
+    const response = await post(countBody(''), { path: `${countPath}?beta=true` });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ input_tokens: estimateInputTokens(countBody('')) });
+  });
+
+  const invalid: [string, unknown, string][] = [
+    ['invalid JSON', '{"model":', 'not valid JSON'],
+    ['a body that is not an object', '[1]', 'must be a JSON object'],
+    ['missing model', { messages: [{ role: 'user', content: 'x' }] }, 'model: Field required'],
+    ['empty model', countBody('x', { model: '' }), 'model: Input should be a non-empty string'],
+    ['missing messages', { model: 'm' }, 'messages: Field required'],
+    ['empty messages', { model: 'm', messages: [] }, 'messages: at least one message is required'],
+    ['bad role', { model: 'm', messages: [{ role: 'bot', content: 'x' }] }, "messages.0.role: Input should be 'user'"],
+    ['max_tokens', countBody('x', { max_tokens: 10 }), 'max_tokens: Extra inputs are not permitted'],
+    ['stream', countBody('x', { stream: false }), 'stream: Extra inputs are not permitted'],
+    ['temperature', countBody('x', { temperature: 0.5 }), 'temperature: Extra inputs are not permitted'],
+    ['unknown directive', countBody('sim:latencyy=5'), 'unknown directive'],
+  ];
+  it.each(invalid)('%s → 400 invalid_request_error', async (_name, body, message) => {
+    const response = await post(body, { path: countPath });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringContaining(message) },
+      request_id: response.headers.get('request-id'),
+    });
+  });
+
+  it('needs no max_tokens, but anthropic-version and the configured key', async () => {
+    expect((await post(countBody('x'), { path: countPath })).status).toBe(200);
+    const unversioned = await post(countBody('x'), { path: countPath, headers: { 'x-api-key': apiKey } });
+    expect(unversioned.status).toBe(400);
+    expect((await jsonOf<WireError>(unversioned)).error.message).toBe('anthropic-version: header is required');
+    const wrongKey = await post(countBody('x'), { path: countPath, headers: { ...headers, 'x-api-key': 'wrong' } });
+    expect(wrongKey.status).toBe(401);
+    expect((await jsonOf<WireError>(wrongKey)).error.type).toBe('authentication_error');
+  });
+
+  it.each([
+    [529, 'overloaded_error'],
+    [500, 'api_error'],
+    [400, 'invalid_request_error'],
+    [429, 'rate_limit_error'],
+  ])('sim:error=%i answers that status with %s', async (status, type) => {
+    const response = await post(countBody(`sim:error=${status} sim:retry-after=3`), { path: countPath });
+    expect(response.status).toBe(status);
+    expect(response.headers.get('retry-after')).toBe('3');
+    expect(await response.json()).toMatchObject({
+      type: 'error',
+      error: { type, message: `sim: error status ${status} on request` },
+    });
+  });
+
+  it('sim:latency delays the answer; sim:pace and sim:stream-error-after change nothing', async () => {
+    const started = Date.now();
+    const response = await post(countBody('sim:latency=300 sim:pace=1000 sim:stream-error-after=0 a b'), {
+      path: countPath,
+    });
+    const elapsed = Date.now() - started;
+    expect(response.status).toBe(200);
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  it('sim:drop-after resets the connection before any response', async () => {
+    await expect(post(countBody('sim:drop-after=0'), { path: countPath })).rejects.toThrow();
+    const log = await eventually(recorded, (requests) => requests.at(-1)?.outcome === 'dropped');
+    expect(log.at(-1)).toMatchObject({ path: countPath, outcome: 'dropped' });
+  });
+
+  it('is recorded in the request log like /v1/messages, without credentials', async () => {
+    await post(messagesBody('first'));
+    await post(countBody('second'), {
+      path: `${countPath}?beta=true`,
+      headers: { ...headers, 'anthropic-beta': 'b2' },
+    });
+    const log = await recorded();
+    expect(log.map((entry) => entry.path)).toEqual(['/v1/messages', `${countPath}?beta=true`]);
+    expect(log[1]).toMatchObject({
+      method: 'POST',
+      body: countBody('second'),
+      outcome: 'completed',
+      requestId: expect.stringMatching(/^req_/),
+    });
+    expect(log[1]!.headers['anthropic-beta']).toBe('b2');
+    expect(log[1]!.headers['x-api-key']).toBeUndefined();
+  });
+
+  it('answers GET with not_found_error', async () => {
+    const response = await fetch(`${sim.url}${countPath}`);
+    expect(response.status).toBe(404);
+    expect((await jsonOf<WireError>(response)).error.type).toBe('not_found_error');
+  });
+});
+
 describe('echoChunks', () => {
   it('splits word by word and joins back to the exact text', () => {
     const text = '  Hello,\tthere\n world!  ';

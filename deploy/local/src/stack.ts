@@ -140,6 +140,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         USAGE_TOPIC: options.usageTopic,
         REDIS_URL: infra.redisUrl,
         ADMIN_TOKEN: options.secrets.ADMIN_TOKEN,
+        GATEWAY_CONFIG: options.gatewayConfig,
         ...options.ingressEnv,
       },
       health: { kind: 'http', url: `http://${loopback}:${ports.admin}/healthz` },

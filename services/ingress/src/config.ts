@@ -24,6 +24,8 @@ const schema = z.object({
   TRUSTED_PROXIES: env.list(''),
   /** The operator's bearer token for the admin API. */
   ADMIN_TOKEN: env.secret(),
+  /** The gateway YAML; ingress reads the plans' body size limits from it. */
+  GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
   /** Deadline of each call to auth, policy and quota. */
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
   /** A streamed response with no upstream event for this long gets an SSE ping. */

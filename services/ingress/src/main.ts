@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { runOrExit } from '@gw/config';
+import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { create, eventsv1 } from '@gw/proto';
 import { createKafka, UsageEventProducer } from '@gw/kafka';
 import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
@@ -19,6 +19,10 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 
 void runOrExit(async () => {
   const config = readIngressConfig();
+  const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
+  const planBodyLimits = new Map(
+    gatewayConfig.plans.map((plan) => [plan.id, Math.min(plan.bodyLimitBytes ?? Infinity, config.BODY_LIMIT_BYTES)]),
+  );
   const logger = createLogger('ingress', config.LOG_LEVEL);
   const clients = createClients(config);
   const kafka = createKafka({
@@ -46,6 +50,7 @@ void runOrExit(async () => {
       {
         clients,
         inFlight,
+        bodyLimitFor: (plan) => planBodyLimits.get(plan) ?? config.BODY_LIMIT_BYTES,
         recordUsage: (event) =>
           producer
             .send(create(eventsv1.UsageEventSchema, event))

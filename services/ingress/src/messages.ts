@@ -10,12 +10,12 @@ import { billableTokens } from './weighting';
 import type { TokenCounts } from './weighting';
 
 /** One request as the HTTP edge hands it over. */
-export interface MessagesRequest {
+export interface CallerRequest {
   requestId: string;
   presentedKey: string;
   sourceAddress: string;
   /** Reads the body, refusing with request_too_large past the limit. */
-  readBody(): Promise<Result<Buffer>>;
+  readBody(limitBytes: number): Promise<Result<Buffer>>;
   /** Upstream protocol headers to pass on (anthropic-version, anthropic-beta). */
   protocolHeaders: Record<string, string>;
   /** Aborted when the client goes away. */
@@ -44,6 +44,8 @@ export interface MessagesDeps {
   recordUsage(event: UsageEventInit): void;
   /** One structured line per request: ids and numbers, never content. */
   logRequest(fields: Record<string, unknown>): void;
+  /** The body size limit of a plan: the gateway's, or the plan's where that is lower. */
+  bodyLimitFor(plan: string): number;
 }
 
 const noTokens: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
@@ -54,7 +56,7 @@ const longestTimerMs = 2 ** 31 - 1;
 /** What one request carries through its steps. */
 interface RequestScope {
   deps: MessagesDeps;
-  request: MessagesRequest;
+  request: CallerRequest;
   sink: ResponseSink;
   startedAt: number;
   log(fields: Record<string, unknown>): void;
@@ -65,7 +67,7 @@ interface RequestScope {
  * POST /v1/messages, in the order of DESIGN.md §1: key, body, policy, limits, router. Nothing is sent
  * upstream before every check has passed; a refusal consumes nothing.
  */
-export async function handleMessages(deps: MessagesDeps, request: MessagesRequest, sink: ResponseSink): Promise<void> {
+export async function handleMessages(deps: MessagesDeps, request: CallerRequest, sink: ResponseSink): Promise<void> {
   const startedAt = Date.now();
   const log = (fields: Record<string, unknown>) =>
     deps.logRequest({ request_id: request.requestId, duration_ms: Date.now() - startedAt, ...fields });
@@ -101,7 +103,7 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
   const { clients } = deps;
   const ids = { key_id: key.keyId, account_id: key.accountId };
 
-  const raw = await request.readBody();
+  const raw = await request.readBody(deps.bodyLimitFor(key.plan));
   if (!raw.ok) return scope.refuse(raw.error, ids);
   const body = parseMessagesBody(raw.value);
   if (!body.ok) return scope.refuse(body.error, ids);

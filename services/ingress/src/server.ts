@@ -1,7 +1,7 @@
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
-import { errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, retryHeaders } from '@gw/errors';
-import type { GatewayError, RateLimitWindow } from '@gw/errors';
+import { err, errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, retryHeaders } from '@gw/errors';
+import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
 import { sourceAddress } from '@gw/addresses';
 import type { Logger } from '@gw/telemetry';
@@ -9,8 +9,11 @@ import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
 import { readBody, tooLarge } from './body';
 import { presentedKey } from './credentials';
+import { handleCountTokens } from './count-tokens';
 import { handleMessages } from './messages';
-import type { MessagesDeps, ResponseSink } from './messages';
+import type { CallerRequest, MessagesDeps, ResponseSink } from './messages';
+import { handleGetModel, handleListModels } from './models';
+import { isJsonContentType } from './validation';
 import { pingFrame, sseFrame } from './sse';
 
 export interface PublicAppOptions {
@@ -101,56 +104,112 @@ function internalError(logger: Logger) {
   };
 }
 
+/** Builds the CallerRequest of an HTTP request: id, key, source address, body reader, protocol headers. */
+function callerRequest(request: Request, response: Response, options: PublicAppOptions): CallerRequest {
+  const disconnected = new AbortController();
+  response.once('close', () => {
+    if (!response.writableFinished) disconnected.abort();
+  });
+  const protocolHeaders: Record<string, string> = {};
+  for (const name of protocolHeaderNames) {
+    const value = request.headers[name];
+    if (value !== undefined) protocolHeaders[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return {
+    requestId: requestIdOf(response),
+    presentedKey: presentedKey(request.headers.authorization, request.headers['x-api-key']),
+    sourceAddress: sourceAddress(
+      request.socket.remoteAddress ?? '',
+      request.headers['x-forwarded-for'] as string | undefined,
+      options.trustedProxies,
+    ),
+    readBody: async (limitBytes) => {
+      const declared = Number(request.headers['content-length']);
+      const body =
+        Number.isFinite(declared) && declared > limitBytes
+          ? err(tooLarge(limitBytes))
+          : await readBody(request, limitBytes);
+      // The rest of an oversized body is not read: the connection closes instead of waiting for it.
+      if (!body.ok) response.set('connection', 'close');
+      return body;
+    },
+    protocolHeaders,
+    signal: disconnected.signal,
+  };
+}
+
+/**
+ * Checks that need no key and no body: a declared length over the gateway's limit (413, nothing read)
+ * and a media type that is not JSON (400).
+ */
+function bodyPrecheck(bodyLimitBytes: number) {
+  return (request: Request, response: Response, next: NextFunction) => {
+    const declared = Number(request.headers['content-length']);
+    if (Number.isFinite(declared) && declared > bodyLimitBytes) {
+      response.set('connection', 'close');
+      return sendError(response, tooLarge(bodyLimitBytes));
+    }
+    if (!isJsonContentType(request.headers['content-type'])) {
+      response.set('connection', 'close');
+      return sendError(
+        response,
+        gatewayError('invalid_request_error', 'Content-Type must be application/json; the body is JSON.'),
+      );
+    }
+    next();
+  };
+}
+
 export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.use(assignRequestId);
 
+  const failed = (response: Response) => (error: unknown) => {
+    options.logger.error({ err: error, request_id: requestIdOf(response) }, 'request failed');
+    if (response.headersSent) response.end();
+    else sendError(response, gatewayError('api_error', internalErrorMessage));
+  };
+  const respond = (response: Response) => (result: Result<unknown>) => {
+    if (result.ok) response.status(200).json(result.value);
+    else sendError(response, result.error);
+  };
+
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
 
-  app.post('/v1/messages', (request: Request, response: Response) => {
-    const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > options.bodyLimitBytes) {
-      // Refused before reading: the connection closes so the unread body is not waited for.
-      response.set('connection', 'close');
-      return sendError(response, tooLarge(options.bodyLimitBytes));
-    }
-    const disconnected = new AbortController();
-    response.once('close', () => {
-      if (!response.writableFinished) disconnected.abort();
-    });
-    const protocolHeaders: Record<string, string> = {};
-    for (const name of protocolHeaderNames) {
-      const value = request.headers[name];
-      if (value !== undefined) protocolHeaders[name] = Array.isArray(value) ? value.join(',') : value;
-    }
+  app.post('/v1/messages', bodyPrecheck(options.bodyLimitBytes), (request: Request, response: Response) => {
     handleMessages(
       deps,
-      {
-        requestId: requestIdOf(response),
-        presentedKey: presentedKey(request.headers.authorization, request.headers['x-api-key']),
-        sourceAddress: sourceAddress(
-          request.socket.remoteAddress ?? '',
-          request.headers['x-forwarded-for'] as string | undefined,
-          options.trustedProxies,
-        ),
-        readBody: async () => {
-          const body = await readBody(request, options.bodyLimitBytes);
-          if (!body.ok) response.set('connection', 'close');
-          return body;
-        },
-        protocolHeaders,
-        signal: disconnected.signal,
-      },
+      callerRequest(request, response, options),
       responseSink(response, options.ssePingIntervalMs),
-    ).catch((error: unknown) => {
-      options.logger.error({ err: error, request_id: requestIdOf(response) }, 'request failed');
-      if (response.headersSent) response.end();
-      else sendError(response, gatewayError('api_error', internalErrorMessage));
-    });
+    ).catch(failed(response));
+  });
+
+  app.post(
+    '/v1/messages/count_tokens',
+    bodyPrecheck(options.bodyLimitBytes),
+    (request: Request, response: Response) => {
+      handleCountTokens(deps, callerRequest(request, response, options), (window) =>
+        response.set(rateLimitHeaders(window)),
+      ).then(respond(response), failed(response));
+    },
+  );
+
+  app.get('/v1/models', (request: Request, response: Response) => {
+    handleListModels(deps, callerRequest(request, response, options), request.query).then(
+      respond(response),
+      failed(response),
+    );
+  });
+
+  app.get('/v1/models/:id', (request: Request, response: Response) => {
+    handleGetModel(deps, callerRequest(request, response, options), String(request.params.id)).then(
+      respond(response),
+      failed(response),
+    );
   });
 
   app.use(notFound);

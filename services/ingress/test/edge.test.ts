@@ -1,6 +1,6 @@
 import { presentedKey } from '../src/credentials';
 import { sseFrame } from '../src/sse';
-import { parseMessagesBody } from '../src/validation';
+import { isJsonContentType, nestsDeeperThan, parseCountTokensBody, parseMessagesBody } from '../src/validation';
 import { billableTokens } from '../src/weighting';
 
 describe('presentedKey', () => {
@@ -49,5 +49,34 @@ describe('sseFrame', () => {
     expect(sseFrame('message_stop', '{"type":"message_stop"}')).toBe(
       'event: message_stop\ndata: {"type":"message_stop"}\n\n',
     );
+  });
+});
+
+describe('nestsDeeperThan', () => {
+  it('counts brackets outside strings only', () => {
+    expect(nestsDeeperThan(Buffer.from('[[[1]]]'), 3)).toBe(false);
+    expect(nestsDeeperThan(Buffer.from('[[[[1]]]]'), 3)).toBe(true);
+    expect(nestsDeeperThan(Buffer.from('{"a":"[[[[[[\\"[[[["}'), 2)).toBe(false);
+  });
+
+  it('scans a megabyte of brackets without parsing it', () => {
+    expect(nestsDeeperThan(Buffer.from('['.repeat(1_000_000)), 128)).toBe(true);
+  });
+});
+
+describe('isJsonContentType', () => {
+  it('accepts JSON media types and a missing header, and nothing else', () => {
+    expect(isJsonContentType('application/json')).toBe(true);
+    expect(isJsonContentType('application/json; charset=utf-8')).toBe(true);
+    expect(isJsonContentType(undefined)).toBe(true);
+    expect(isJsonContentType('text/plain')).toBe(false);
+    expect(isJsonContentType('application/x-www-form-urlencoded')).toBe(false);
+  });
+});
+
+describe('parseCountTokensBody', () => {
+  it('needs no max_tokens', () => {
+    const body = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }));
+    expect(parseCountTokensBody(body).ok).toBe(true);
   });
 });

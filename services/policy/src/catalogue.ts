@@ -10,6 +10,12 @@ export interface KeyPermissions {
   allowedModels: readonly string[] | null;
 }
 
+export interface ModelListing {
+  alias: string;
+  displayName: string;
+  createdAtUnixMs: number;
+}
+
 export interface CandidatePool {
   poolId: string;
   jurisdiction: Jurisdiction;
@@ -30,6 +36,18 @@ export class Catalogue {
     this.pools = new Map(
       config.pools.map((pool) => [pool.id, { region: pool.region, jurisdiction: jurisdictionOf.get(pool.region)! }]),
     );
+  }
+
+  /** The models the key may use inside its jurisdiction: the same rules as authorize, newest first. */
+  listModels(key: KeyPermissions): ModelListing[] {
+    return [...this.models.values()]
+      .filter((model) => this.authorize(key, model.alias).ok)
+      .map((model) => ({
+        alias: model.alias,
+        displayName: model.displayName,
+        createdAtUnixMs: Date.parse(model.createdAt),
+      }))
+      .sort((a, b) => b.createdAtUnixMs - a.createdAtUnixMs || a.alias.localeCompare(b.alias));
   }
 
   /**

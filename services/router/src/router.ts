@@ -1,4 +1,7 @@
+import type { Result } from '@gw/errors';
 import type { CompletionRequest, CompletionStream, TokenUsage } from './completion';
+import { countTokensForTestKey, countTokensLive } from './count-tokens';
+import type { CountTokensRequest, TokenCount } from './count-tokens';
 import { completeLive } from './live-completion';
 import type { LiveCompletionDeps } from './live-completion';
 import { completeWithTestStub } from './test-stub';
@@ -10,11 +13,12 @@ export interface RouterDeps extends LiveCompletionDeps {
 
 export interface Router {
   complete(request: CompletionRequest, signal: AbortSignal): CompletionStream;
+  countTokens(request: CountTokensRequest, signal: AbortSignal): Promise<Result<TokenCount>>;
 }
 
 /**
- * Test keys go to the stub, live keys upstream. Every call ends with one log line and its metrics:
- * ids, pool, outcome, timings and token counts, never text.
+ * Test keys go to the stub (or the estimate), live keys upstream. Every call ends with one log line:
+ * ids, pool, outcome, timings and token counts, never text; completions also with their metrics.
  */
 export function createRouter(deps: RouterDeps): Router {
   const { logger, metrics } = deps;
@@ -63,6 +67,28 @@ export function createRouter(deps: RouterDeps): Router {
           'completion ended',
         );
       }
+    },
+
+    async countTokens(request, signal) {
+      const began = performance.now();
+      const result =
+        request.environment === 'test' ? countTokensForTestKey(request) : await countTokensLive(request, signal, deps);
+      const count = result.ok ? result.value : undefined;
+      logger.info(
+        {
+          request_id: request.requestId,
+          environment: request.environment,
+          model: request.model,
+          pool_id: count?.poolId,
+          region: count?.region,
+          outcome: result.ok ? 'ok' : signal.aborted ? 'cancelled' : result.error.type,
+          estimated: count?.estimated,
+          input_tokens: count?.inputTokens,
+          duration_ms: Math.round(performance.now() - began),
+        },
+        'count_tokens ended',
+      );
+      return result;
     },
   };
 }

@@ -5,17 +5,29 @@ import { commonv1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import type { Logger } from '@gw/telemetry';
 import type { CompletionEvent, CompletionRequest } from './completion';
+import type { CountTokensRequest, TokenCount } from './count-tokens';
 import type { Router } from './router';
 
 type CompleteResponseInit = MessageInitShape<typeof routerv1.CompleteResponseSchema>;
+type CountTokensResponseInit = MessageInitShape<typeof routerv1.CountTokensResponseSchema>;
 
 const residencies: Partial<Record<commonv1.Residency, CompletionRequest['residency']>> = {
   [commonv1.Residency.UK]: 'uk',
   [commonv1.Residency.EU]: 'eu',
 };
 
-/** The domain's view of a Complete call; a call without a key environment is a caller's bug. */
-export function decodeCompleteRequest(request: routerv1.CompleteRequest): Result<CompletionRequest> {
+/** What Complete and CountTokens share: the key's environment and residency, the candidates, body and headers. */
+interface RoutedCall {
+  requestId: string;
+  key?: commonv1.KeyContext;
+  model: string;
+  pools: { poolId: string; upstreamModel: string }[];
+  bodyJson: Uint8Array;
+  headers: Record<string, string>;
+}
+
+/** The domain's view of a call; a call without a key environment is a caller's bug. */
+function decodeRoutedCall(request: RoutedCall): Result<CountTokensRequest> {
   const environment = request.key?.environment;
   if (environment !== commonv1.Environment.LIVE && environment !== commonv1.Environment.TEST) {
     return err(gatewayError('api_error', internalErrorMessage));
@@ -27,9 +39,26 @@ export function decodeCompleteRequest(request: routerv1.CompleteRequest): Result
     model: request.model,
     candidates: request.pools.map((pool) => ({ poolId: pool.poolId, upstreamModel: pool.upstreamModel })),
     body: request.bodyJson,
-    stream: request.stream,
     headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), value])),
   });
+}
+
+export function decodeCompleteRequest(request: routerv1.CompleteRequest): Result<CompletionRequest> {
+  const decoded = decodeRoutedCall(request);
+  return decoded.ok ? ok({ ...decoded.value, stream: request.stream }) : decoded;
+}
+
+export function decodeCountTokensRequest(request: routerv1.CountTokensRequest): Result<CountTokensRequest> {
+  return decodeRoutedCall(request);
+}
+
+export function encodeTokenCount(count: TokenCount): CountTokensResponseInit {
+  return {
+    inputTokens: BigInt(count.inputTokens),
+    estimated: count.estimated,
+    poolId: count.poolId,
+    region: count.region,
+  };
 }
 
 export function encodeCompletionEvent(event: CompletionEvent): CompleteResponseInit {
@@ -72,6 +101,15 @@ export function routerHandlers(
       for await (const item of router.complete(decoded.value, context.signal)) {
         yield item.ok ? ok(encodeCompletionEvent(item.value)) : item;
       }
+    },
+    async countTokens(request, context) {
+      const decoded = decodeCountTokensRequest(request);
+      if (!decoded.ok) {
+        logger.error({ request_id: request.requestId }, 'CountTokens called without a key environment');
+        return decoded;
+      }
+      const counted = await router.countTokens(decoded.value, context.signal);
+      return counted.ok ? ok(encodeTokenCount(counted.value)) : counted;
     },
   };
 }

@@ -4,6 +4,7 @@ import { err, errorCatalogue, errorTypes, gatewayError, isErrorType, ok } from '
 import type { ErrorType, GatewayError } from '@gw/errors';
 import type { CompletionEvent, CompletionRequest, CompletionStream, JsonObject, TokenUsage } from './completion';
 import { isJsonObject, parseJsonObject } from './completion';
+import { estimateInputTokens } from './estimate';
 
 /**
  * The answer for test keys (DESIGN.md §3): deterministic text from a hash of the request, realistic
@@ -42,19 +43,6 @@ export function lastUserText(body: JsonObject): string {
   return content
     .map((block) => (isJsonObject(block) && block.type === 'text' && typeof block.text === 'string' ? block.text : ''))
     .join('');
-}
-
-function totalStringLength(value: unknown): number {
-  if (typeof value === 'string') return value.length;
-  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + totalStringLength(item), 0);
-  if (isJsonObject(value)) return Object.values(value).reduce((sum: number, item) => sum + totalStringLength(item), 0);
-  return 0;
-}
-
-/** Input tokens as a quarter of the characters in system, messages and tools, at least 1. */
-export function estimateInputTokens(body: JsonObject): number {
-  const characters = totalStringLength(body.system) + totalStringLength(body.messages) + totalStringLength(body.tools);
-  return Math.max(1, Math.ceil(characters / 4));
 }
 
 /** JSON with object keys sorted, so that the same request hashes the same however it was written. */

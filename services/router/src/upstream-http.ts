@@ -6,7 +6,10 @@ import type { Result } from '@gw/errors';
 export interface UpstreamTimeouts {
   /** TCP (and TLS) connection set-up. */
   connectMs: number;
-  /** Until the headers of a streamed call: a healthy upstream answers at once and then streams. */
+  /**
+   * Until the headers of a call the upstream answers at once: a streamed call (it then streams) or a
+   * token count.
+   */
   streamHeadersMs: number;
   /** Until the headers of a non-streamed call: the upstream answers only once it has generated everything. */
   messageHeadersMs: number;
@@ -40,10 +43,14 @@ export interface UpstreamResponse {
 }
 
 export interface UpstreamHttp {
-  /** POSTs the request; the signal aborts it at once, at any stage. */
+  /**
+   * POSTs the request; the signal aborts it at once, at any stage. `generating`: the upstream sends
+   * its headers only once it has generated the whole answer (a non-streamed message), so the long
+   * headers timeout applies; otherwise the short one.
+   */
   send(
     request: UpstreamHttpRequest,
-    options: { stream: boolean; signal: AbortSignal },
+    options: { generating: boolean; signal: AbortSignal },
   ): Promise<Result<UpstreamResponse, TransportFailure>>;
   close(): Promise<void>;
 }
@@ -90,7 +97,7 @@ export function createUpstreamHttp(timeouts: UpstreamTimeouts): UpstreamHttp {
     keepAliveMaxTimeout: 600_000,
   });
   return {
-    async send(request, { stream, signal }) {
+    async send(request, { generating, signal }) {
       try {
         const response = await undiciRequest(request.url, {
           dispatcher: agent,
@@ -98,7 +105,7 @@ export function createUpstreamHttp(timeouts: UpstreamTimeouts): UpstreamHttp {
           headers: request.headers,
           body: request.body,
           signal,
-          headersTimeout: stream ? timeouts.streamHeadersMs : timeouts.messageHeadersMs,
+          headersTimeout: generating ? timeouts.messageHeadersMs : timeouts.streamHeadersMs,
           bodyTimeout: timeouts.bodySilenceMs,
         });
         return ok({

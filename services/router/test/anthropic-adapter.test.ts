@@ -5,8 +5,10 @@ import { anthropicAdapterConfig } from '../src/adapters/anthropic/config';
 import {
   AnthropicStreamReader,
   acceptsContentType,
+  inputTokensOfCount,
   mergeUsage,
   parseErrorBody,
+  toCountTokensRequest,
   toUpstreamRequest,
   usageOfMessage,
 } from '../src/adapters/anthropic/transform';
@@ -82,6 +84,77 @@ describe('toUpstreamRequest', () => {
     contradicting.body.stream = true;
     expect(JSON.parse(toUpstreamRequest(anthropicAdapterConfig, contradicting).body).stream).toBe(false);
   });
+});
+
+describe('toCountTokensRequest', () => {
+  const countBody = {
+    model: 'claude-sonnet-5',
+    system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+    messages: [{ role: 'user', content: 'Hi' }],
+    tools: [{ name: 'lookup', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+    tool_choice: { type: 'auto' },
+    thinking: { type: 'enabled', budget_tokens: 2048 },
+  };
+  const countCall = (extra: Partial<AdapterCall> = {}) => {
+    const { stream: _stream, ...rest } = call({ body: countBody, ...extra });
+    return rest;
+  };
+
+  it('posts to count_tokens under the endpoint, with the pool model and every other field untouched', () => {
+    const request = toCountTokensRequest(anthropicAdapterConfig, countCall());
+    expect(request.url).toBe('https://upstream.example/prefix/v1/messages/count_tokens');
+    expect(JSON.parse(request.body)).toEqual({ ...countBody, model: 'claude-sonnet-5-20250929' });
+  });
+
+  it('adds no stream field and leaves the caller body alone', () => {
+    const request = toCountTokensRequest(anthropicAdapterConfig, countCall());
+    expect('stream' in JSON.parse(request.body)).toBe(false);
+    expect(countBody.model).toBe('claude-sonnet-5');
+  });
+
+  it('sends the same headers as a non-streamed Messages call', () => {
+    const extra = {
+      headers: { 'anthropic-version': '2024-01-01', 'anthropic-beta': 'token-counting-2024-11-01', 'x-other': 'no' },
+      credential: 'sk-upstream',
+    };
+    const counted = toCountTokensRequest(anthropicAdapterConfig, countCall(extra));
+    expect(counted.headers).toEqual({
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'anthropic-version': '2024-01-01',
+      'anthropic-beta': 'token-counting-2024-11-01',
+      'x-api-key': 'sk-upstream',
+      'x-request-id': 'req_abc',
+    });
+    expect(counted.headers).toEqual(toUpstreamRequest(anthropicAdapterConfig, call(extra)).headers);
+  });
+
+  it('defaults anthropic-version and sends no credential when the pool has none', () => {
+    const { headers } = toCountTokensRequest(anthropicAdapterConfig, countCall());
+    expect(headers['anthropic-version']).toBe('2023-06-01');
+    expect(headers['x-api-key']).toBeUndefined();
+  });
+
+  it('is the adapter count-tokens capability, accepting JSON only', () => {
+    const counting = createAnthropicAdapter().countTokens!;
+    expect(counting.buildRequest(countCall())).toEqual(toCountTokensRequest(anthropicAdapterConfig, countCall()));
+    expect(counting.acceptsContentType('application/json; charset=utf-8')).toBe(true);
+    expect(counting.acceptsContentType('text/event-stream')).toBe(false);
+  });
+});
+
+describe('inputTokensOfCount', () => {
+  it('reads input_tokens from the count body', () => {
+    expect(inputTokensOfCount('{"input_tokens":2095}')).toEqual(ok(2095));
+    expect(inputTokensOfCount('{"input_tokens":0,"context_management":null}')).toEqual(ok(0));
+  });
+
+  it.each(['{"input_tokens":-1}', '{"input_tokens":1.5}', '{"input_tokens":"3"}', '{}', '[3]', 'nope', ''])(
+    'refuses %s as api_error',
+    (text) => {
+      expect(inputTokensOfCount(text)).toMatchObject({ ok: false, error: { type: 'api_error' } });
+    },
+  );
 });
 
 describe('response checks', () => {

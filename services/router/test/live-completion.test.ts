@@ -1,15 +1,15 @@
 import { parseGatewayConfig } from '@gw/config';
 import { err, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import type { Logger } from '@gw/telemetry';
 import { createAdapterRegistry } from '../src/adapters';
 import type { CompletionEvent, CompletionRequest } from '../src/completion';
 import { completeLive } from '../src/live-completion';
 import type { LiveCompletionDeps } from '../src/live-completion';
-import type { RouterMetrics } from '../src/metrics';
 import { createPoolDirectory } from '../src/pools';
 import { errorOfFailures, failureOfStatus, retryAfterMsOf } from '../src/upstream-errors';
-import type { TransportFailure, UpstreamHttp, UpstreamHttpRequest, UpstreamResponse } from '../src/upstream-http';
+import type { UpstreamHttp } from '../src/upstream-http';
+import { fakeHttp, noMetrics, silentLogger } from './fakes';
+import type { Answer } from './fakes';
 
 const config = parseGatewayConfig(`
 regions:
@@ -34,36 +34,8 @@ plans:
     overage: { enabled: false, gbpPerMtok: 0 }
 `);
 
-type Answer = TransportFailure | { status: number; headers?: Record<string, string>; body?: string };
-
 const messageJson = '{"type":"message","content":[],"usage":{"input_tokens":2,"output_tokens":1}}';
 const okAnswer: Answer = { status: 200, headers: { 'content-type': 'application/json' }, body: messageJson };
-
-/** An upstream that answers by host, and remembers what was sent where. */
-function fakeHttp(answers: Record<string, Answer>) {
-  const sent: UpstreamHttpRequest[] = [];
-  const http: UpstreamHttp = {
-    async send(request) {
-      sent.push(request);
-      const answer = answers[new URL(request.url).host] ?? { kind: 'connect', code: 'ECONNREFUSED' };
-      if ('kind' in answer) return err(answer);
-      const response: UpstreamResponse = {
-        status: answer.status,
-        headers: answer.headers ?? {},
-        body: (async function* () {
-          yield ok(Buffer.from(answer.body ?? ''));
-        })(),
-        discard: () => undefined,
-      };
-      return ok(response);
-    },
-    close: async () => undefined,
-  };
-  return { http, sent, hosts: () => sent.map((request) => new URL(request.url).host) };
-}
-
-const silentLogger = { info: () => undefined, warn: () => undefined, error: () => undefined } as unknown as Logger;
-const noMetrics: RouterMetrics = { upstreamAttempt: () => undefined, completion: () => undefined };
 
 function deps(http: UpstreamHttp, env: Record<string, string> = { EU_B_KEY: 'sk-b' }): LiveCompletionDeps {
   return {

@@ -364,6 +364,140 @@ describe('router over gRPC', () => {
     expect(afterMs).toBeLessThan(750);
   });
 
+  type CountTokensRequestInit = MessageInitShape<typeof routerv1.CountTokensRequestSchema>;
+
+  function countRequest(
+    text: string,
+    options: {
+      pools?: string[];
+      environment?: commonv1.Environment;
+      residency?: commonv1.Residency;
+      extra?: Record<string, unknown>;
+    } = {},
+  ): CountTokensRequestInit & { body: Record<string, unknown> } {
+    const { requestId, key, model, pools, headers } = completeRequest(text, options);
+    const body = {
+      model: 'claude-int',
+      system: [{ type: 'text', text: 'You are a test.' }],
+      messages: [
+        { role: 'user', content: `Weather ${promptMarker}?` },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: 'Sunny' },
+            { type: 'text', text },
+          ],
+        },
+      ],
+      tools: [{ name: 'weather', description: 'Looks it up.', input_schema: { type: 'object' } }],
+      ...options.extra,
+    };
+    return { requestId, key, model, pools, headers, body, bodyJson: Buffer.from(JSON.stringify(body)) };
+  }
+
+  it('counts tokens for a live key at the upstream, failing over from a refusing endpoint', async () => {
+    // eu-primary's first endpoint refuses connections; its second is the simulator.
+    const request = countRequest(`Count ${promptMarker} please`);
+    const counted = await client.countTokens(request);
+    expect(counted).toEqual({
+      ok: true,
+      value: expect.objectContaining({ estimated: false, poolId: 'eu-primary', region: 'eu-west' }),
+    });
+    expect(counted.ok && Number(counted.value.inputTokens)).toBe(estimateInputTokens(request.body));
+
+    const [upstream, ...others] = await simRequests();
+    expect(others).toEqual([]);
+    expect(upstream).toMatchObject({
+      method: 'POST',
+      path: '/v1/messages/count_tokens',
+      outcome: 'completed',
+      body: { ...request.body, model: 'claude-int-upstream' },
+    });
+    expect(upstream!.headers['anthropic-version']).toBe('2023-06-01');
+    expect(upstream!.headers['anthropic-beta']).toBe('int-beta-1');
+  });
+
+  it('fails over to the next candidate pool for a count, never outside the candidates', async () => {
+    const counted = await client.countTokens(
+      countRequest(`Failover ${promptMarker}`, { pools: ['eu-dead', 'eu-primary'] }),
+    );
+    expect(counted.ok && counted.value.poolId).toBe('eu-primary');
+    expect(await simRequests()).toHaveLength(1);
+
+    const nowhere = await client.countTokens(countRequest(`Nowhere ${promptMarker}`, { pools: ['eu-dead'] }));
+    expect(nowhere).toEqual({ ok: false, error: expect.objectContaining({ type: 'api_error' }) });
+    expect(await simRequests()).toHaveLength(1);
+  });
+
+  it('answers the estimate for a test key without any upstream request', async () => {
+    const request = countRequest(`Test ${promptMarker}`, { environment: commonv1.Environment.TEST });
+    const counted = await client.countTokens(request);
+    expect(counted).toEqual({
+      ok: true,
+      value: expect.objectContaining({ estimated: true, poolId: '', region: '' }),
+    });
+    expect(counted.ok && Number(counted.value.inputTokens)).toBe(estimateInputTokens(request.body));
+    expect(await simRequests()).toEqual([]);
+  });
+
+  it('maps an upstream 400 on a count to invalid_request_error with its message, without failing over', async () => {
+    const directed = await client.countTokens(countRequest('sim:error=400'));
+    expect(directed).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'invalid_request_error', message: 'sim: error status 400 on request' }),
+    });
+    // The upstream's own validation: count_tokens takes no max_tokens.
+    const leaked = await client.countTokens(countRequest(`Leak ${promptMarker}`, { extra: { max_tokens: 10 } }));
+    expect(leaked).toEqual({
+      ok: false,
+      error: expect.objectContaining({
+        type: 'invalid_request_error',
+        message: 'max_tokens: Extra inputs are not permitted',
+      }),
+    });
+    expect(await simRequests()).toHaveLength(2);
+  });
+
+  it('keeps counts inside the key residency and maps saturation like Complete', async () => {
+    const elsewhere = await client.countTokens(countRequest(`Residency ${promptMarker}`, { pools: ['uk-primary'] }));
+    expect(elsewhere).toEqual({ ok: false, error: expect.objectContaining({ type: 'residency_unavailable' }) });
+    expect(await simRequests()).toEqual([]);
+
+    const saturated = await client.countTokens(countRequest('sim:error=529 sim:retry-after=2'));
+    expect(saturated).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'overloaded_error', retryAfterMs: 2000 }),
+    });
+  });
+
+  it('logs one count_tokens line per call, with ids and counts', async () => {
+    const countLines = () =>
+      routerLogs
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((entry) => entry.msg === 'count_tokens ended');
+    // The router's stdout may still be on its way after the last reply: 8 calls above, 8 lines.
+    const deadline = Date.now() + 2000;
+    while (countLines().length < 8 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 10));
+    const lines = countLines();
+    expect(lines).toHaveLength(8);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        request_id: expect.stringMatching(/^req_int/),
+        environment: 'live',
+        model: 'claude-int',
+        pool_id: 'eu-primary',
+        region: 'eu-west',
+        outcome: 'ok',
+        estimated: false,
+        input_tokens: expect.any(Number),
+        duration_ms: expect.any(Number),
+      }),
+    );
+    expect(lines).toContainEqual(expect.objectContaining({ environment: 'test', estimated: true, outcome: 'ok' }));
+    expect(lines).toContainEqual(expect.objectContaining({ outcome: 'residency_unavailable' }));
+  });
+
   it('never logs a prompt or a completion', () => {
     expect(routerLogs.length).toBeGreaterThan(0);
     expect(routerLogs.join('\n')).not.toContain(promptMarker);

@@ -1,7 +1,8 @@
 import { errorTypes } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { CompletionEvent, CompletionRequest } from '../src/completion';
-import { completeWithTestStub, estimateInputTokens, magicText, stubChunks } from '../src/test-stub';
+import { estimateInputTokens } from '../src/estimate';
+import { completeWithTestStub, magicText, stubChunks } from '../src/test-stub';
 
 function stubRequest(text: string, extra: Record<string, unknown> = {}, requestId = 'req_stub'): CompletionRequest {
   const body = { model: 'claude-sonnet-5', max_tokens: 1024, messages: [{ role: 'user', content: text }], ...extra };

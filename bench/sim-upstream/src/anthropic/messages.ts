@@ -4,15 +4,11 @@ import { echoChunks } from '../echo';
 import type { SimExchange } from '../exchange';
 import { randomId } from '../ids';
 import { sleep } from '../sleep';
+import type { AnthropicSimOptions } from './common';
+import { acceptRequest, sendRequestedError } from './common';
 import { errorBody, sendError } from './errors';
 import type { MessagesRequest } from './request';
 import { validateMessagesRequest } from './request';
-
-/** Options of the Anthropic protocol that apply to every request of a listener. */
-export interface AnthropicSimOptions {
-  /** When set, requests must carry it in `x-api-key`, as the real API demands a key. */
-  apiKey?: string;
-}
 
 /** The echo after max_tokens: what is emitted and why it stops. */
 interface Completion {
@@ -38,20 +34,10 @@ function usage(inputTokens: number, outputTokens: number) {
 
 /** `POST /v1/messages`: validates like the real API, then echoes or misbehaves as asked. */
 export async function handleMessages(exchange: SimExchange, options: AnthropicSimOptions): Promise<void> {
-  const { request, response, requestId } = exchange;
-  if (options.apiKey !== undefined && request.headers['x-api-key'] !== options.apiKey) {
-    sendError(response, requestId, 401, 'invalid x-api-key');
-    return;
-  }
-  if (request.headers['anthropic-version'] === undefined) {
-    sendError(response, requestId, 400, 'anthropic-version: header is required');
-    return;
-  }
-  if (exchange.body.kind !== 'json') {
-    sendError(response, requestId, 400, 'There was an issue with the request body: it is not valid JSON.');
-    return;
-  }
-  const validation = validateMessagesRequest(exchange.body.value);
+  const { response, requestId } = exchange;
+  const accepted = acceptRequest(exchange, options);
+  if (!accepted.ok) return;
+  const validation = validateMessagesRequest(accepted.body);
   if (!validation.ok) {
     sendError(response, requestId, 400, validation.message);
     return;
@@ -70,15 +56,7 @@ export async function handleMessages(exchange: SimExchange, options: AnthropicSi
   if (!(await sleep(directives.latencyMs + paceBeforeHeaders, exchange.signal))) return;
 
   if (directives.errorStatus !== undefined) {
-    const retryAfter: Record<string, string> =
-      directives.retryAfterSeconds === undefined ? {} : { 'retry-after': String(directives.retryAfterSeconds) };
-    sendError(
-      response,
-      requestId,
-      directives.errorStatus,
-      `sim: error status ${directives.errorStatus} on request`,
-      retryAfter,
-    );
+    sendRequestedError(exchange, directives.errorStatus, directives);
     return;
   }
   if (messagesRequest.stream) {

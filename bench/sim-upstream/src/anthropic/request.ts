@@ -8,8 +8,6 @@ export interface MessagesRequest {
   inputTokens: number;
 }
 
-type Validation = { ok: true; value: MessagesRequest } | { ok: false; message: string };
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -39,21 +37,26 @@ export function estimateInputTokens(body: Record<string, unknown>): number {
   return Math.max(1, Math.ceil(characters / 4));
 }
 
-/** Checks the fields the upstream requires, with messages in the upstream's style. */
-export function validateMessagesRequest(body: unknown): Validation {
-  if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.' };
+/** The fields of a count_tokens request the simulator uses. */
+export interface CountTokensRequest {
+  model: string;
+  /** Text of the last user message, where the `sim:` texts are read. */
+  lastUserText: string;
+  inputTokens: number;
+}
+
+type Checked<T> = { ok: true; value: T } | { ok: false; message: string };
+
+function checkModel(body: Record<string, unknown>): Checked<string> {
   if (body.model === undefined) return { ok: false, message: 'model: Field required' };
   if (typeof body.model !== 'string' || body.model.length === 0) {
     return { ok: false, message: 'model: Input should be a non-empty string' };
   }
-  if (body.max_tokens === undefined) return { ok: false, message: 'max_tokens: Field required' };
-  if (typeof body.max_tokens !== 'number' || !Number.isInteger(body.max_tokens)) {
-    return { ok: false, message: 'max_tokens: Input should be a valid integer' };
-  }
-  if (body.max_tokens < 0) return { ok: false, message: 'max_tokens: Input should be greater than or equal to 0' };
-  if (body.stream !== undefined && typeof body.stream !== 'boolean') {
-    return { ok: false, message: 'stream: Input should be a valid boolean' };
-  }
+  return { ok: true, value: body.model };
+}
+
+/** Checks `messages`; the text of the last user message when they are valid. */
+function checkMessages(body: Record<string, unknown>): Checked<string> {
   if (body.messages === undefined) return { ok: false, message: 'messages: Field required' };
   if (!Array.isArray(body.messages)) return { ok: false, message: 'messages: Input should be a valid list' };
   const messages: unknown[] = body.messages;
@@ -69,14 +72,62 @@ export function validateMessagesRequest(body: unknown): Validation {
   }
   const lastUser = messages.findLast((message) => isRecord(message) && message.role === 'user') as
     Record<string, unknown> | undefined;
+  return { ok: true, value: contentText(lastUser?.content) };
+}
+
+/** Checks the fields the upstream requires, with messages in the upstream's style. */
+export function validateMessagesRequest(body: unknown): Checked<MessagesRequest> {
+  if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.' };
+  const model = checkModel(body);
+  if (!model.ok) return model;
+  if (body.max_tokens === undefined) return { ok: false, message: 'max_tokens: Field required' };
+  if (typeof body.max_tokens !== 'number' || !Number.isInteger(body.max_tokens)) {
+    return { ok: false, message: 'max_tokens: Input should be a valid integer' };
+  }
+  if (body.max_tokens < 0) return { ok: false, message: 'max_tokens: Input should be greater than or equal to 0' };
+  if (body.stream !== undefined && typeof body.stream !== 'boolean') {
+    return { ok: false, message: 'stream: Input should be a valid boolean' };
+  }
+  const lastUserText = checkMessages(body);
+  if (!lastUserText.ok) return lastUserText;
   return {
     ok: true,
     value: {
-      model: body.model,
+      model: model.value,
       maxTokens: body.max_tokens,
       stream: body.stream === true,
-      lastUserText: contentText(lastUser?.content),
+      lastUserText: lastUserText.value,
       inputTokens: estimateInputTokens(body),
     },
+  };
+}
+
+/**
+ * Fields of a Messages request that count_tokens does not take; the real API refuses them
+ * ("Extra inputs are not permitted"), so a gateway that leaks one is caught here.
+ */
+export const generationOnlyFields = [
+  'max_tokens',
+  'metadata',
+  'service_tier',
+  'stop_sequences',
+  'stream',
+  'temperature',
+  'top_k',
+  'top_p',
+] as const;
+
+/** Checks a count_tokens body: `model` and `messages` as for Messages, and none of the generation-only fields. */
+export function validateCountTokensRequest(body: unknown): Checked<CountTokensRequest> {
+  if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.' };
+  const model = checkModel(body);
+  if (!model.ok) return model;
+  const extra = generationOnlyFields.find((field) => field in body);
+  if (extra !== undefined) return { ok: false, message: `${extra}: Extra inputs are not permitted` };
+  const lastUserText = checkMessages(body);
+  if (!lastUserText.ok) return lastUserText;
+  return {
+    ok: true,
+    value: { model: model.value, lastUserText: lastUserText.value, inputTokens: estimateInputTokens(body) },
   };
 }

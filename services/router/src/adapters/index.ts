@@ -2,7 +2,7 @@ import type { PoolConfig } from '@gw/config';
 import { createAnthropicAdapter } from './anthropic';
 import type { UpstreamAdapter } from './types';
 
-export type { AdapterCall, UpstreamAdapter, UpstreamErrorBody } from './types';
+export type { AdapterCall, CountTokensCall, CountTokensCapability, UpstreamAdapter, UpstreamErrorBody } from './types';
 
 /** Adapters by the pool config's `adapter` field; a new protocol in the config schema must be added here. */
 export type AdapterRegistry = Record<PoolConfig['adapter'], UpstreamAdapter>;

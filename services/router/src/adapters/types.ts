@@ -1,3 +1,4 @@
+import type { Result } from '@gw/errors';
 import type { CompletionStream, JsonObject } from '../completion';
 import type { UpstreamBody, UpstreamHttpRequest } from '../upstream-http';
 
@@ -14,6 +15,18 @@ export interface AdapterCall {
   /** The pool's credential; undefined when the pool names none. */
   credential: string | undefined;
   requestId: string;
+}
+
+/** One count_tokens attempt on one endpoint: the same as a Messages call, without streaming. */
+export type CountTokensCall = Omit<AdapterCall, 'stream'>;
+
+/** Counting a request's input tokens upstream, for the protocols that have a way to. */
+export interface CountTokensCapability {
+  buildRequest(call: CountTokensCall): UpstreamHttpRequest;
+  /** Whether a 200 with this content type is a count. */
+  acceptsContentType(contentType: string | undefined): boolean;
+  /** The input tokens in a 200 body; a failure when the body is not a count. */
+  parseCount(text: string): Result<number>;
 }
 
 /** What an upstream's error body says, when it says anything readable. */
@@ -36,4 +49,6 @@ export interface UpstreamAdapter {
    * failure. Ends quietly when the body ends because the caller cancelled.
    */
   relay(body: UpstreamBody, stream: boolean): CompletionStream;
+  /** Absent when the protocol cannot count tokens: the router then answers its own estimate. */
+  countTokens?: CountTokensCapability;
 }

@@ -10,7 +10,9 @@ import type { AnthropicAdapterConfig } from './config';
 import {
   AnthropicStreamReader,
   acceptsContentType,
+  inputTokensOfCount,
   parseErrorBody,
+  toCountTokensRequest,
   toUpstreamRequest,
   usageOfMessage,
 } from './transform';
@@ -67,5 +69,10 @@ export function createAnthropicAdapter(config: AnthropicAdapterConfig = anthropi
     acceptsContentType,
     parseErrorBody,
     relay: (body, stream) => (stream ? relayEvents(body) : relayMessage(body)),
+    countTokens: {
+      buildRequest: (call) => toCountTokensRequest(config, call),
+      acceptsContentType: (contentType) => acceptsContentType(contentType, false),
+      parseCount: inputTokensOfCount,
+    },
   };
 }

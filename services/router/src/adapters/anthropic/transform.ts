@@ -4,18 +4,21 @@ import { isJsonObject, noUsage } from '../../completion';
 import type { TokenUsage } from '../../completion';
 import { errorOfUpstreamEvent, malformedUpstreamMessage } from '../../upstream-errors';
 import type { UpstreamHttpRequest } from '../../upstream-http';
-import type { AdapterCall, UpstreamErrorBody } from '../types';
+import type { AdapterCall, CountTokensCall, UpstreamErrorBody } from '../types';
 import type { AnthropicAdapterConfig } from './config';
 
 /**
- * The caller's request as the upstream's: same body with the pool's model id, the protocol headers
- * passed through, and the pool's credential. The `stream` field follows the call, so that the relay
- * reads what it expects.
+ * The headers of every call to the upstream: JSON, `anthropic-version` (the caller's, or the SDKs'
+ * default), `anthropic-beta` when the caller sent one, the request id, and the pool's credential.
  */
-export function toUpstreamRequest(config: AnthropicAdapterConfig, call: AdapterCall): UpstreamHttpRequest {
+function upstreamHeaders(
+  config: AnthropicAdapterConfig,
+  call: CountTokensCall,
+  accept: string,
+): Record<string, string> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
-    accept: call.stream ? 'text/event-stream' : 'application/json',
+    accept,
     'anthropic-version': config.defaultVersion,
     'x-request-id': call.requestId,
   };
@@ -24,11 +27,32 @@ export function toUpstreamRequest(config: AnthropicAdapterConfig, call: AdapterC
     if (value !== undefined && value !== '') headers[name] = value;
   }
   if (call.credential !== undefined) headers[config.credentialHeader] = call.credential;
+  return headers;
+}
+
+/**
+ * The caller's request as the upstream's: same body with the pool's model id, the protocol headers
+ * passed through, and the pool's credential. The `stream` field follows the call, so that the relay
+ * reads what it expects.
+ */
+export function toUpstreamRequest(config: AnthropicAdapterConfig, call: AdapterCall): UpstreamHttpRequest {
   const stream = call.stream || 'stream' in call.body ? { stream: call.stream } : {};
   return {
     url: `${call.endpointUrl}${config.messagesPath}`,
-    headers,
+    headers: upstreamHeaders(config, call, call.stream ? 'text/event-stream' : 'application/json'),
     body: JSON.stringify({ ...call.body, model: call.upstreamModel, ...stream }),
+  };
+}
+
+/**
+ * A count_tokens call: the caller's body as it came, with the pool's model id, and the same headers
+ * as a Messages call.
+ */
+export function toCountTokensRequest(config: AnthropicAdapterConfig, call: CountTokensCall): UpstreamHttpRequest {
+  return {
+    url: `${call.endpointUrl}${config.countTokensPath}`,
+    headers: upstreamHeaders(config, call, 'application/json'),
+    body: JSON.stringify({ ...call.body, model: call.upstreamModel }),
   };
 }
 
@@ -54,6 +78,16 @@ export function parseErrorBody(text: string): UpstreamErrorBody {
     type: typeof error.type === 'string' ? error.type : undefined,
     message: typeof error.message === 'string' ? error.message : undefined,
   };
+}
+
+/** `{"input_tokens": N}`, the upstream's count; a failure when the body is anything else. */
+export function inputTokensOfCount(text: string): Result<number> {
+  const count = parseJson(text);
+  const tokens = isJsonObject(count) ? count.input_tokens : undefined;
+  if (typeof tokens !== 'number' || !Number.isSafeInteger(tokens) || tokens < 0) {
+    return err(gatewayError('api_error', malformedUpstreamMessage));
+  }
+  return ok(tokens);
 }
 
 /** Applies the counts a wire `usage` object carries over what is known; absent or null fields keep theirs. */

@@ -1,0 +1,70 @@
+import { ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import type { CallerRequest, MessagesDeps } from './messages';
+import { parseCountTokensBody } from './validation';
+
+/**
+ * POST /v1/messages/count_tokens: the same checks as a completion (key, body, model, residency,
+ * per-minute and concurrency limits), then the count from the upstream or the router's estimate.
+ * Nothing is billed.
+ */
+export async function handleCountTokens(
+  deps: MessagesDeps,
+  request: CallerRequest,
+  setRateLimitHeaders: (window: { limit: number; remaining: number; resetUnixMs: number }) => void,
+): Promise<Result<{ input_tokens: number }>> {
+  const { clients } = deps;
+  const verified = await clients.auth.verifyKey({ key: request.presentedKey, sourceAddress: request.sourceAddress });
+  if (!verified.ok) return verified;
+  const key = verified.value.key!;
+  const raw = await request.readBody(deps.bodyLimitFor(key.plan));
+  if (!raw.ok) return raw;
+  const body = parseCountTokensBody(raw.value);
+  if (!body.ok) return body;
+  const authorized = await clients.policy.authorize({ key, model: body.value.model, bodyJson: raw.value });
+  if (!authorized.ok) return authorized;
+  const admitted = await clients.quota.acquire({
+    accountId: key.accountId,
+    environment: key.environment,
+    requestId: request.requestId,
+    plan: key.plan,
+  });
+  if (!admitted.ok) {
+    if (admitted.error.rateLimit) setRateLimitHeaders(admitted.error.rateLimit);
+    return admitted;
+  }
+  const window = admitted.value.window!;
+  setRateLimitHeaders({
+    limit: Number(window.limit),
+    remaining: Number(window.remaining),
+    resetUnixMs: Number(window.resetUnixMs),
+  });
+  const lease = { accountId: key.accountId, environment: key.environment, leaseId: admitted.value.leaseId };
+  try {
+    const counted = await clients.router.countTokens(
+      {
+        requestId: request.requestId,
+        key,
+        model: body.value.model,
+        pools: authorized.value.pools,
+        bodyJson: authorized.value.bodyJson ?? raw.value,
+        headers: request.protocolHeaders,
+      },
+      { signal: request.signal },
+    );
+    if (!counted.ok) return counted;
+    deps.logRequest({
+      request_id: request.requestId,
+      key_id: key.keyId,
+      account_id: key.accountId,
+      model: body.value.model,
+      status: 'ok',
+      endpoint: 'count_tokens',
+      pool_id: counted.value.poolId || undefined,
+      estimated: counted.value.estimated,
+    });
+    return ok({ input_tokens: Number(counted.value.inputTokens) });
+  } finally {
+    void clients.quota.release({ ...lease, billableTokens: 0n });
+  }
+}

@@ -1,0 +1,123 @@
+import { err, gatewayError, ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import type { policyv1 } from '@gw/proto';
+import type { CallerRequest, MessagesDeps } from './messages';
+
+/** One entry of GET /v1/models, in the upstream wire format. */
+export interface ModelObject {
+  type: 'model';
+  id: string;
+  display_name: string;
+  created_at: string;
+}
+
+export interface ModelPage {
+  data: ModelObject[];
+  has_more: boolean;
+  first_id: string | null;
+  last_id: string | null;
+}
+
+export interface PageQuery {
+  limit: number;
+  afterId?: string;
+  beforeId?: string;
+}
+
+const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
+
+export function modelObject(model: policyv1.ModelInfo): ModelObject {
+  return {
+    type: 'model',
+    id: model.id,
+    display_name: model.displayName,
+    created_at: new Date(Number(model.createdAtUnixMs)).toISOString().replace('.000Z', 'Z'),
+  };
+}
+
+/** Reads limit, after_id and before_id as the SDKs send them. */
+export function pageQuery(query: Record<string, unknown>): Result<PageQuery> {
+  const { limit, after_id: afterId, before_id: beforeId } = query;
+  let pageLimit = 20;
+  if (limit !== undefined) {
+    pageLimit = Number(limit);
+    if (typeof limit !== 'string' || !/^\d+$/.test(limit) || pageLimit < 1 || pageLimit > 1000) {
+      return invalid('limit: expected an integer from 1 to 1000.');
+    }
+  }
+  if (afterId !== undefined && typeof afterId !== 'string') return invalid('after_id: expected a model id.');
+  if (beforeId !== undefined && typeof beforeId !== 'string') return invalid('before_id: expected a model id.');
+  if (afterId !== undefined && beforeId !== undefined) return invalid('Send after_id or before_id, not both.');
+  return ok({ limit: pageLimit, afterId, beforeId });
+}
+
+/**
+ * One page of a newest-first list: after_id pages forwards, before_id backwards; has_more says
+ * whether more lie beyond the page in the direction of travel, and is always present.
+ */
+export function paginate(models: ModelObject[], query: PageQuery): Result<ModelPage> {
+  let start = 0;
+  let end = Math.min(models.length, query.limit);
+  let hasMore = models.length > end;
+  const cursor = query.afterId ?? query.beforeId;
+  if (cursor !== undefined) {
+    const at = models.findIndex((model) => model.id === cursor);
+    if (at < 0)
+      return invalid(
+        `${query.afterId !== undefined ? 'after_id' : 'before_id'}: "${cursor}" is not in your model list.`,
+      );
+    if (query.afterId !== undefined) {
+      start = at + 1;
+      end = Math.min(models.length, start + query.limit);
+      hasMore = models.length > end;
+    } else {
+      end = at;
+      start = Math.max(0, end - query.limit);
+      hasMore = start > 0;
+    }
+  }
+  const data = models.slice(start, end);
+  return ok({ data, has_more: hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+}
+
+/** The models the calling key may use inside its tier, newest first. */
+async function permittedModels(deps: MessagesDeps, request: CallerRequest): Promise<Result<ModelObject[]>> {
+  const verified = await deps.clients.auth.verifyKey({
+    key: request.presentedKey,
+    sourceAddress: request.sourceAddress,
+  });
+  if (!verified.ok) return verified;
+  const listed = await deps.clients.policy.listModels({ key: verified.value.key });
+  return listed.ok ? ok(listed.value.models.map(modelObject)) : listed;
+}
+
+/** GET /v1/models. */
+export async function handleListModels(
+  deps: MessagesDeps,
+  request: CallerRequest,
+  query: Record<string, unknown>,
+): Promise<Result<ModelPage>> {
+  const parsed = pageQuery(query);
+  if (!parsed.ok) return parsed;
+  const models = await permittedModels(deps, request);
+  return models.ok ? paginate(models.value, parsed.value) : models;
+}
+
+/** GET /v1/models/{id}: 404 for a model the key may not use, as for one that does not exist. */
+export async function handleGetModel(
+  deps: MessagesDeps,
+  request: CallerRequest,
+  id: string,
+): Promise<Result<ModelObject>> {
+  const models = await permittedModels(deps, request);
+  if (!models.ok) return models;
+  const model = models.value.find((candidate) => candidate.id === id);
+  return model
+    ? ok(model)
+    : err(
+        gatewayError(
+          'not_found_error',
+          `model: "${id}" is not available to this API key. List the models you can use with GET /v1/models.`,
+        ),
+      );
+}

@@ -1,0 +1,198 @@
+import { err, ok } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
+import type { Logger } from '@gw/telemetry';
+import type { AdapterRegistry, UpstreamAdapter } from './adapters';
+import type { CompletionRequest } from './completion';
+import type { RouterMetrics } from './metrics';
+import { noRouteError, planRoute } from './pools';
+import type { Pool, PoolDirectory } from './pools';
+import { errorOfFailures, failsOver, failureOfStatus, failureOfTransport } from './upstream-errors';
+import type { AttemptFailure } from './upstream-errors';
+import type {
+  TransportFailure,
+  UpstreamBody,
+  UpstreamHttp,
+  UpstreamHttpRequest,
+  UpstreamResponse,
+} from './upstream-http';
+
+/** What the failover loop needs besides the call. */
+export interface FailoverDeps {
+  pools: PoolDirectory;
+  adapters: AdapterRegistry;
+  http: UpstreamHttp;
+  /** Reads a credential env var by name; empty counts as unset. */
+  credential: (envName: string) => string | undefined;
+  logger: Logger;
+  metrics: RouterMetrics;
+}
+
+/** The parts of a call that decide where it may go. */
+export type RoutedRequest = Pick<CompletionRequest, 'requestId' | 'residency' | 'model' | 'candidates'>;
+
+/** One endpoint of one pool, with what the pool sends there. */
+export interface EndpointTarget {
+  /** The endpoint's base URL, without a trailing slash. */
+  endpointUrl: string;
+  /** The model id the pool's upstream knows the alias by. */
+  upstreamModel: string;
+  /** The pool's credential; undefined when the pool names none. */
+  credential: string | undefined;
+}
+
+/** One kind of upstream call as one pool's adapter makes it. */
+export interface PoolCall {
+  request(target: EndpointTarget): UpstreamHttpRequest;
+  /** Whether a 200 with this content type is the answer the call asked for. */
+  accepts(contentType: string | undefined): boolean;
+}
+
+/** A kind of upstream call (a completion, a token count), for the failover loop. */
+export interface UpstreamOperation<C extends PoolCall> {
+  /** For the attempt logs: `messages` or `count_tokens`. */
+  name: string;
+  /** The upstream sends its headers only once it has generated the whole answer (the long headers timeout). */
+  generating: boolean;
+  /** How this adapter makes the call; undefined when its protocol cannot. */
+  callFor(adapter: UpstreamAdapter): C | undefined;
+}
+
+export type FailoverOutcome<C> =
+  /** An endpoint answered 200 with the expected content type; its body is the caller's to read. */
+  | { kind: 'answered'; pool: Pool; call: C; response: UpstreamResponse }
+  /** The first candidate able to serve has an adapter that cannot make this call; nothing was sent to it. */
+  | { kind: 'unsupported'; pool: Pool }
+  | { kind: 'failed'; error: GatewayError }
+  /** The caller went away; nothing more to say. */
+  | { kind: 'cancelled' };
+
+/** Bodies read into memory (error bodies, token counts) are read only this far: bounded if the upstream misbehaves. */
+export const smallBodyLimitBytes = 64 * 1024;
+
+/** A small body as text, up to `limitBytes`; with the transport failure that ended it early, if any. */
+export async function readSmallBody(
+  body: UpstreamBody,
+  limitBytes = smallBodyLimitBytes,
+): Promise<{ text: string; failure?: TransportFailure }> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (!chunk.ok) return { text: Buffer.concat(chunks).toString('utf8'), failure: chunk.error };
+    chunks.push(chunk.value);
+    size += chunk.value.byteLength;
+    if (size >= limitBytes) break;
+  }
+  return { text: Buffer.concat(chunks).toString('utf8') };
+}
+
+function outcomeLabel(failure: AttemptFailure): string {
+  return 'status' in failure && failure.status !== undefined ? `${failure.kind}_${failure.status}` : failure.kind;
+}
+
+/**
+ * Sends a call to the request's candidate pools, in order, each pool's endpoints in order, until one
+ * answers. Only candidates the router's own config puts inside the key's residency are used
+ * (`planRoute`); a pool whose credential env var is unset is skipped without a request. A failure of
+ * one endpoint moves on to the next (`failsOver`); one of the request itself stops at once. Every
+ * attempt is logged and measured, with ids, statuses and timings, never bodies.
+ */
+export async function sendWithFailover<C extends PoolCall>(
+  request: RoutedRequest,
+  signal: AbortSignal,
+  deps: FailoverDeps,
+  operation: UpstreamOperation<C>,
+): Promise<FailoverOutcome<C>> {
+  const { logger, metrics } = deps;
+  const log = { request_id: request.requestId, upstream_call: operation.name };
+  const plan = planRoute(request, deps.pools);
+  for (const { poolId, reason } of plan.skipped) {
+    logger.error({ ...log, pool_id: poolId, reason, residency: request.residency }, 'candidate pool not used');
+  }
+  if (plan.pools.length === 0) return { kind: 'failed', error: noRouteError(plan, request.model) };
+
+  /** One attempt: the upstream's 200 of the expected kind, or why not. */
+  const attempt = async (
+    pool: Pool,
+    adapter: UpstreamAdapter,
+    call: C,
+    target: EndpointTarget,
+  ): Promise<Result<UpstreamResponse, AttemptFailure>> => {
+    const attemptLog = { ...log, pool_id: pool.id, endpoint: target.endpointUrl };
+    const began = performance.now();
+    const sent = await deps.http.send(call.request(target), { generating: operation.generating, signal });
+    const headersMs = Math.round(performance.now() - began);
+    if (!sent.ok) {
+      const failure = failureOfTransport(sent.error);
+      if (failure.kind !== 'cancelled') {
+        metrics.upstreamAttempt(pool.id, outcomeLabel(failure));
+        logger.warn(
+          { ...attemptLog, failure: failure.kind, code: sent.error.code, elapsed_ms: headersMs },
+          'upstream attempt failed',
+        );
+      }
+      return err(failure);
+    }
+    const response = sent.value;
+    const upstreamRequestId = response.headers['request-id'];
+    if (response.status === 200 && call.accepts(response.headers['content-type'])) {
+      metrics.upstreamAttempt(pool.id, 'accepted', headersMs / 1000);
+      logger.info(
+        { ...attemptLog, status: 200, headers_ms: headersMs, upstream_request_id: upstreamRequestId },
+        'upstream accepted',
+      );
+      return ok(response);
+    }
+    let failure: AttemptFailure;
+    let upstreamErrorType: string | undefined;
+    if (response.status === 200) {
+      response.discard();
+      failure = { kind: 'failed', status: 200 };
+    } else {
+      const reported = adapter.parseErrorBody((await readSmallBody(response.body)).text);
+      upstreamErrorType = reported.type;
+      failure = failureOfStatus(response.status, response.headers, reported.message);
+    }
+    metrics.upstreamAttempt(pool.id, outcomeLabel(failure), headersMs / 1000);
+    const details = {
+      ...attemptLog,
+      status: response.status,
+      failure: failure.kind,
+      upstream_error_type: upstreamErrorType,
+      headers_ms: headersMs,
+      upstream_request_id: upstreamRequestId,
+    };
+    if (failure.kind === 'credential') logger.error(details, 'upstream refused the credential: the pool cannot serve');
+    // The caller's own mistake, not the upstream's: no operator needs to look.
+    else if (failure.kind === 'rejected') logger.info(details, 'upstream rejected the request');
+    else logger.warn(details, 'upstream attempt failed');
+    return err(failure);
+  };
+
+  const failures: AttemptFailure[] = [];
+  for (const { pool, upstreamModel } of plan.pools) {
+    const credential = pool.credentialEnv === undefined ? undefined : deps.credential(pool.credentialEnv);
+    if (pool.credentialEnv !== undefined && credential === undefined) {
+      metrics.upstreamAttempt(pool.id, 'credential_missing');
+      logger.error(
+        { ...log, pool_id: pool.id, credential_env: pool.credentialEnv },
+        'upstream credential env var is not set: the pool cannot serve',
+      );
+      failures.push({ kind: 'credential' });
+      continue;
+    }
+    const adapter = deps.adapters[pool.adapter];
+    const call = operation.callFor(adapter);
+    if (call === undefined) return { kind: 'unsupported', pool };
+    for (const endpointUrl of pool.endpoints) {
+      const answered = await attempt(pool, adapter, call, { endpointUrl, upstreamModel, credential });
+      if (signal.aborted) {
+        if (answered.ok) answered.value.discard();
+        return { kind: 'cancelled' };
+      }
+      if (answered.ok) return { kind: 'answered', pool, call, response: answered.value };
+      failures.push(answered.error);
+      if (!failsOver(answered.error)) return { kind: 'failed', error: errorOfFailures(failures) };
+    }
+  }
+  return { kind: 'failed', error: errorOfFailures(failures) };
+}
