@@ -6,12 +6,14 @@ import type { RunningGrpcServer } from '../src';
 describe('gRPC adapter over loopback', () => {
   let server: RunningGrpcServer;
   const failures: string[] = [];
+  const finished: string[] = [];
 
   beforeAll(async () => {
     server = await startGrpcServer({
       host: '127.0.0.1',
       port: 0,
       onHandlerFailure: (_error, method) => failures.push(method),
+      observeCall: (call) => finished.push(`${call.method} ${call.code}`),
       services: [
         registration(policyv1.PolicyService, {
           async authorize(request) {
@@ -26,6 +28,9 @@ describe('gRPC adapter over loopback', () => {
             }
             return ok({ pools: [{ poolId: request.model, region: 'eu-west' }] });
           },
+          async listModels() {
+            return ok({ models: [] });
+          },
         }),
         registration(routerv1.RouterService, {
           async *complete(request) {
@@ -34,6 +39,9 @@ describe('gRPC adapter over loopback', () => {
               yield ok({ event: { case: 'sse', value: { event: 'ping', data: Buffer.from(`${index}`) } } });
             }
             if (request.requestId === 'fail') yield err(gatewayError('overloaded_error', 'busy'));
+          },
+          async countTokens() {
+            return ok({ inputTokens: 1n, estimated: true });
           },
         }),
       ],
@@ -104,6 +112,17 @@ describe('gRPC adapter over loopback', () => {
       error: expect.objectContaining({ type: 'overloaded_error', message: expect.stringContaining('policy') }),
     });
     client.close();
+  });
+
+  it('reports every finished call with its status code, for the boundary metrics', () => {
+    expect(finished).toEqual(
+      expect.arrayContaining([
+        'Authorize OK',
+        'Authorize RESOURCE_EXHAUSTED',
+        'Authorize INTERNAL',
+        'Complete UNAVAILABLE',
+      ]),
+    );
   });
 
   it('serves grpc.health.v1', async () => {
