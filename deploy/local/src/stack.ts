@@ -35,6 +35,8 @@ export interface StackOptions {
   logLevel?: string;
   /** Extra environment for ingress, e.g. TRUSTED_PROXIES in the tests. */
   ingressEnv?: Record<string, string>;
+  /** Extra environment for quota, e.g. a short LEASE_TTL_MS in the tests. */
+  quotaEnv?: Record<string, string>;
 }
 
 export interface Secrets {
@@ -93,7 +95,9 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         GRPC_PORT: String(ports.grpc.quota),
         METRICS_PORT: String(ports.metrics.quota),
         REDIS_URL: infra.redisUrl,
+        DATABASE_URL: infra.databaseUrl,
         GATEWAY_CONFIG: options.gatewayConfig,
+        ...options.quotaEnv,
       },
       health: { kind: 'grpc', address: grpc('quota') },
     },

@@ -24,21 +24,24 @@ function reverse<K extends string, V extends number>(table: Record<K, V>, value:
 const unixMs = (date: Date | null) => (date === null ? undefined : BigInt(date.getTime()));
 const bigintOrUndefined = (value: number | null) => (value === null ? undefined : BigInt(value));
 
+function overridesMessage(limits: LimitOverrides): MessageInitShape<typeof commonv1.LimitOverridesSchema> {
+  return {
+    requestsPerMinute: bigintOrUndefined(limits.requestsPerMinute),
+    concurrency: bigintOrUndefined(limits.concurrency),
+    monthlyTokens: bigintOrUndefined(limits.monthlyTokens),
+    overage: limits.overage ?? undefined,
+    hardCeilingTokens: bigintOrUndefined(limits.hardCeilingTokens),
+  };
+}
+
 function accountMessage(account: AccountRecord): MessageInitShape<typeof authv1.AccountSchema> {
-  const { limits } = account;
   return {
     id: account.id,
     name: account.name,
     plan: account.plan,
     suspendedAtUnixMs: unixMs(account.suspendedAt),
     createdAtUnixMs: BigInt(account.createdAt.getTime()),
-    limits: {
-      requestsPerMinute: bigintOrUndefined(limits.requestsPerMinute),
-      concurrency: bigintOrUndefined(limits.concurrency),
-      monthlyTokens: bigintOrUndefined(limits.monthlyTokens),
-      overage: limits.overage ?? undefined,
-      hardCeilingTokens: bigintOrUndefined(limits.hardCeilingTokens),
-    },
+    limits: overridesMessage(account.limits),
   };
 }
 
@@ -127,6 +130,7 @@ export function authService(keys: KeyService) {
           allowedModels: key.allowedModels === null ? undefined : { values: key.allowedModels },
           plan: account.plan,
           expiresAtUnixMs: unixMs(key.expiresAt),
+          limitOverrides: overridesMessage(account.limits),
         },
       });
     },

@@ -24,6 +24,11 @@ const schema = z.object({
   TRUSTED_PROXIES: env.list(''),
   /** The operator's bearer token for the admin API. */
   ADMIN_TOKEN: env.secret(),
+  /** First segment of the rate-limit header names; SDK users' tooling reads `anthropic`. */
+  RATE_LIMIT_HEADER_PREFIX: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]*$/, 'expected a lower-case header name segment')
+    .default('anthropic'),
   /** The gateway YAML; ingress reads the plans' body size limits from it. */
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
   /** Deadline of each call to auth, policy and quota. */

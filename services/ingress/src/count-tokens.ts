@@ -1,5 +1,6 @@
 import { ok } from '@gw/errors';
-import type { Result } from '@gw/errors';
+import type { RateLimitWindow, Result } from '@gw/errors';
+import { windowForRefusal, windowOf } from './rate-limit';
 import type { CallerRequest, MessagesDeps } from './messages';
 import { parseCountTokensBody } from './validation';
 
@@ -11,34 +12,27 @@ import { parseCountTokensBody } from './validation';
 export async function handleCountTokens(
   deps: MessagesDeps,
   request: CallerRequest,
-  setRateLimitHeaders: (window: { limit: number; remaining: number; resetUnixMs: number }) => void,
+  setRateLimit: (window: RateLimitWindow) => void,
 ): Promise<Result<{ input_tokens: number }>> {
   const { clients } = deps;
   const verified = await clients.auth.verifyKey({ key: request.presentedKey, sourceAddress: request.sourceAddress });
   if (!verified.ok) return verified;
   const key = verified.value.key!;
+  const refuse = async (failure: Result<never>) => {
+    if (failure.ok) return failure;
+    const window = await windowForRefusal(clients, key, failure.error);
+    if (window) setRateLimit(window);
+    return failure;
+  };
   const raw = await request.readBody(deps.bodyLimitFor(key.plan));
-  if (!raw.ok) return raw;
+  if (!raw.ok) return refuse(raw);
   const body = parseCountTokensBody(raw.value);
-  if (!body.ok) return body;
+  if (!body.ok) return refuse(body);
   const authorized = await clients.policy.authorize({ key, model: body.value.model, bodyJson: raw.value });
-  if (!authorized.ok) return authorized;
-  const admitted = await clients.quota.acquire({
-    accountId: key.accountId,
-    environment: key.environment,
-    requestId: request.requestId,
-    plan: key.plan,
-  });
-  if (!admitted.ok) {
-    if (admitted.error.rateLimit) setRateLimitHeaders(admitted.error.rateLimit);
-    return admitted;
-  }
-  const window = admitted.value.window!;
-  setRateLimitHeaders({
-    limit: Number(window.limit),
-    remaining: Number(window.remaining),
-    resetUnixMs: Number(window.resetUnixMs),
-  });
+  if (!authorized.ok) return refuse(authorized);
+  const admitted = await clients.quota.acquire({ key, requestId: request.requestId });
+  if (!admitted.ok) return refuse(admitted);
+  setRateLimit(windowOf(admitted.value.window!));
   const lease = { accountId: key.accountId, environment: key.environment, leaseId: admitted.value.leaseId };
   try {
     const counted = await clients.router.countTokens(
@@ -52,7 +46,7 @@ export async function handleCountTokens(
       },
       { signal: request.signal },
     );
-    if (!counted.ok) return counted;
+    if (!counted.ok) return refuse(counted);
     deps.logRequest({
       request_id: request.requestId,
       key_id: key.keyId,

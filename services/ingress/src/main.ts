@@ -63,6 +63,7 @@ void runOrExit(async () => {
         bodyLimitBytes: config.BODY_LIMIT_BYTES,
         ssePingIntervalMs: config.SSE_PING_INTERVAL_MS,
         trustedProxies: config.TRUSTED_PROXIES,
+        rateLimitHeaderPrefix: config.RATE_LIMIT_HEADER_PREFIX,
         logger,
       },
     ),

@@ -5,6 +5,7 @@ import type { MessageInitShape } from '@gw/proto';
 import type { Clients } from './clients';
 import { expiredError } from './in-flight';
 import type { InFlightRequests } from './in-flight';
+import { windowForRefusal, windowOf } from './rate-limit';
 import { parseMessagesBody } from './validation';
 import { billableTokens } from './weighting';
 import type { TokenCounts } from './weighting';
@@ -102,34 +103,27 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
   const { deps, request, sink } = scope;
   const { clients } = deps;
   const ids = { key_id: key.keyId, account_id: key.accountId };
+  // Every answer to an authenticated request says where the caller stands in its window.
+  const refuse = async (error: GatewayError, fields: Record<string, unknown>) => {
+    const window = await windowForRefusal(clients, key, error);
+    if (window) sink.setRateLimit(window);
+    scope.refuse(error, fields);
+  };
 
   const raw = await request.readBody(deps.bodyLimitFor(key.plan));
-  if (!raw.ok) return scope.refuse(raw.error, ids);
+  if (!raw.ok) return refuse(raw.error, ids);
   const body = parseMessagesBody(raw.value);
-  if (!body.ok) return scope.refuse(body.error, ids);
+  if (!body.ok) return refuse(body.error, ids);
   const { model } = body.value;
   const streamed = body.value.stream === true;
 
   const authorized = await clients.policy.authorize({ key, model, bodyJson: raw.value });
-  if (!authorized.ok) return scope.refuse(authorized.error, { ...ids, model });
+  if (!authorized.ok) return refuse(authorized.error, { ...ids, model });
 
-  const admitted = await clients.quota.acquire({
-    accountId: key.accountId,
-    environment: key.environment,
-    requestId: request.requestId,
-    plan: key.plan,
-  });
-  if (!admitted.ok) {
-    if (admitted.error.rateLimit) sink.setRateLimit(admitted.error.rateLimit);
-    return scope.refuse(admitted.error, { ...ids, model });
-  }
+  const admitted = await clients.quota.acquire({ key, requestId: request.requestId });
+  if (!admitted.ok) return refuse(admitted.error, { ...ids, model });
   const lease = admitted.value;
-  const window = lease.window!;
-  sink.setRateLimit({
-    limit: Number(window.limit),
-    remaining: Number(window.remaining),
-    resetUnixMs: Number(window.resetUnixMs),
-  });
+  sink.setRateLimit(windowOf(lease.window!));
   const leaseRef = { accountId: key.accountId, environment: key.environment, leaseId: lease.leaseId };
   const renewal = setInterval(() => void clients.quota.renew(leaseRef), Math.max(1_000, Number(lease.leaseTtlMs) / 3));
 
@@ -219,9 +213,9 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
     sink.fail(failure);
   }
 
-  void clients.quota.release({ ...leaseRef, billableTokens: 0n });
   const live = key.environment === commonv1.Environment.LIVE;
   const billable = live ? billableTokens(tokens) : 0;
+  void clients.quota.release({ ...leaseRef, billableTokens: BigInt(billable) });
   deps.recordUsage({
     eventId: request.requestId,
     accountId: key.accountId,

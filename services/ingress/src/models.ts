@@ -1,7 +1,8 @@
 import { err, gatewayError, ok } from '@gw/errors';
-import type { Result } from '@gw/errors';
+import type { RateLimitWindow, Result } from '@gw/errors';
 import type { policyv1 } from '@gw/proto';
 import type { CallerRequest, MessagesDeps } from './messages';
+import { windowOf } from './rate-limit';
 
 /** One entry of GET /v1/models, in the upstream wire format. */
 export interface ModelObject {
@@ -80,14 +81,26 @@ export function paginate(models: ModelObject[], query: PageQuery): Result<ModelP
   return ok({ data, has_more: hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
 }
 
-/** The models the calling key may use inside its tier, newest first. */
-async function permittedModels(deps: MessagesDeps, request: CallerRequest): Promise<Result<ModelObject[]>> {
+/**
+ * The models the calling key may use inside its tier, newest first. Listing charges nothing, but the
+ * answer carries the caller's position in its per-minute window like every authenticated response.
+ */
+async function permittedModels(
+  deps: MessagesDeps,
+  request: CallerRequest,
+  setRateLimit: (window: RateLimitWindow) => void,
+): Promise<Result<ModelObject[]>> {
   const verified = await deps.clients.auth.verifyKey({
     key: request.presentedKey,
     sourceAddress: request.sourceAddress,
   });
   if (!verified.ok) return verified;
-  const listed = await deps.clients.policy.listModels({ key: verified.value.key });
+  const key = verified.value.key!;
+  const [listed, peeked] = await Promise.all([
+    deps.clients.policy.listModels({ key }),
+    deps.clients.quota.peek({ key }),
+  ]);
+  if (peeked.ok && peeked.value.window) setRateLimit(windowOf(peeked.value.window));
   return listed.ok ? ok(listed.value.models.map(modelObject)) : listed;
 }
 
@@ -96,10 +109,11 @@ export async function handleListModels(
   deps: MessagesDeps,
   request: CallerRequest,
   query: Record<string, unknown>,
+  setRateLimit: (window: RateLimitWindow) => void,
 ): Promise<Result<ModelPage>> {
   const parsed = pageQuery(query);
   if (!parsed.ok) return parsed;
-  const models = await permittedModels(deps, request);
+  const models = await permittedModels(deps, request, setRateLimit);
   return models.ok ? paginate(models.value, parsed.value) : models;
 }
 
@@ -108,8 +122,9 @@ export async function handleGetModel(
   deps: MessagesDeps,
   request: CallerRequest,
   id: string,
+  setRateLimit: (window: RateLimitWindow) => void,
 ): Promise<Result<ModelObject>> {
-  const models = await permittedModels(deps, request);
+  const models = await permittedModels(deps, request, setRateLimit);
   if (!models.ok) return models;
   const model = models.value.find((candidate) => candidate.id === id);
   return model

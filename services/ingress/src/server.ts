@@ -13,11 +13,14 @@ import { handleCountTokens } from './count-tokens';
 import { handleMessages } from './messages';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './messages';
 import { handleGetModel, handleListModels } from './models';
+import { rateLimitHeaders } from './rate-limit';
 import { isJsonContentType } from './validation';
 import { pingFrame, sseFrame } from './sse';
 
 export interface PublicAppOptions {
   bodyLimitBytes: number;
+  /** First segment of the rate-limit header names (spec §8.1), `anthropic` by default. */
+  rateLimitHeaderPrefix: string;
   ssePingIntervalMs: number;
   /** Peers whose X-Forwarded-For is believed (CIDR ranges or addresses). */
   trustedProxies: readonly string[];
@@ -28,14 +31,6 @@ const protocolHeaderNames = ['anthropic-version', 'anthropic-beta'];
 
 function requestIdOf(response: Response): string {
   return response.locals.requestId as string;
-}
-
-function rateLimitHeaders(window: RateLimitWindow): Record<string, string> {
-  return {
-    'anthropic-ratelimit-requests-limit': String(window.limit),
-    'anthropic-ratelimit-requests-remaining': String(window.remaining),
-    'anthropic-ratelimit-requests-reset': new Date(window.resetUnixMs).toISOString().replace('Z', '+00:00'),
-  };
 }
 
 /** Sends an error in the spec's envelope with its status and retry headers. */
@@ -49,12 +44,12 @@ export function sendError(response: Response, error: GatewayError): void {
 }
 
 /** The ResponseSink of one HTTP response: JSON, or an SSE stream written whole event by event. */
-function responseSink(response: Response, pingIntervalMs: number): ResponseSink {
+function responseSink(response: Response, pingIntervalMs: number, headerPrefix: string): ResponseSink {
   let ping: NodeJS.Timeout | undefined;
   const stopPing = () => clearInterval(ping);
   response.once('close', stopPing);
   return {
-    setRateLimit: (window) => response.set(rateLimitHeaders(window)),
+    setRateLimit: (window) => response.set(rateLimitHeaders(headerPrefix, window)),
     fail: (error) => sendError(response, error),
     sendJson: (body, region) => {
       if (region) response.set('x-gateway-region', region);
@@ -171,6 +166,8 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
     if (response.headersSent) response.end();
     else sendError(response, gatewayError('api_error', internalErrorMessage));
   };
+  const setRateLimit = (response: Response) => (window: RateLimitWindow) =>
+    response.set(rateLimitHeaders(options.rateLimitHeaderPrefix, window));
   const respond = (response: Response) => (result: Result<unknown>) => {
     if (result.ok) response.status(200).json(result.value);
     else sendError(response, result.error);
@@ -184,7 +181,7 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
     handleMessages(
       deps,
       callerRequest(request, response, options),
-      responseSink(response, options.ssePingIntervalMs),
+      responseSink(response, options.ssePingIntervalMs, options.rateLimitHeaderPrefix),
     ).catch(failed(response));
   });
 
@@ -192,24 +189,27 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
     '/v1/messages/count_tokens',
     bodyPrecheck(options.bodyLimitBytes),
     (request: Request, response: Response) => {
-      handleCountTokens(deps, callerRequest(request, response, options), (window) =>
-        response.set(rateLimitHeaders(window)),
-      ).then(respond(response), failed(response));
+      handleCountTokens(deps, callerRequest(request, response, options), setRateLimit(response)).then(
+        respond(response),
+        failed(response),
+      );
     },
   );
 
   app.get('/v1/models', (request: Request, response: Response) => {
-    handleListModels(deps, callerRequest(request, response, options), request.query).then(
+    handleListModels(deps, callerRequest(request, response, options), request.query, setRateLimit(response)).then(
       respond(response),
       failed(response),
     );
   });
 
   app.get('/v1/models/:id', (request: Request, response: Response) => {
-    handleGetModel(deps, callerRequest(request, response, options), String(request.params.id)).then(
-      respond(response),
-      failed(response),
-    );
+    handleGetModel(
+      deps,
+      callerRequest(request, response, options),
+      String(request.params.id),
+      setRateLimit(response),
+    ).then(respond(response), failed(response));
   });
 
   app.use(notFound);

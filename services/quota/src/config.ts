@@ -11,6 +11,12 @@ const schema = z.object({
     .string()
     .regex(/^rediss?:\/\//, 'expected a redis:// URL')
     .default('redis://127.0.0.1:6379'),
+  /** host:port of Redis Cluster seed nodes; when set, REDIS_URL is not used. */
+  REDIS_CLUSTER_NODES: env.list(''),
+  /** The metered usage, from which a lost allowance counter is rebuilt. */
+  DATABASE_URL: z
+    .string({ error: 'expected a PostgreSQL URL' })
+    .regex(/^postgres(ql)?:\/\//, 'expected a PostgreSQL URL'),
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
   /** A concurrency lease expires this long after its last renewal, so a crashed caller leaks nothing. */
   LEASE_TTL_MS: env.positiveInt(30_000),

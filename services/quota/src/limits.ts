@@ -1,101 +1,192 @@
 import { randomUUID } from 'node:crypto';
-import type Redis from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { err, gatewayError, ok } from '@gw/errors';
-import type { RateLimitWindow, Result } from '@gw/errors';
+import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { PlanConfig } from '@gw/config';
-import { acquireScript, renewScript } from './scripts';
+import type { commonv1 } from '@gw/proto';
+import { billingPeriod, effectiveLimits } from './effective-limits';
+import type { EffectiveLimits } from './effective-limits';
+import { acquireScript, admission, peekScript, rebuildScript, releaseScript, renewScript } from './scripts';
 
 export type Environment = 'live' | 'test';
+
+/** What the limits need to know of the caller. */
+export interface Caller {
+  accountId: string;
+  environment: Environment;
+  plan: string;
+  overrides: commonv1.LimitOverrides | undefined;
+}
 
 export interface Lease {
   leaseId: string;
   window: RateLimitWindow;
 }
 
+type Reply = [number, number, number, number];
+
 interface LimitScripts {
   gwAcquire(
     rpmKey: string,
     inflightKey: string,
+    tokensKey: string,
     rpm: number,
     concurrency: number,
     leaseId: string,
     ttlMs: number,
-  ): Promise<[number, number, number]>;
+    allowance: number,
+    ceiling: number,
+    overage: number,
+  ): Promise<Reply>;
+  gwPeek(rpmKey: string): Promise<[number, number]>;
   gwRenew(inflightKey: string, leaseId: string, ttlMs: number): Promise<number>;
+  gwRelease(inflightKey: string, tokensKey: string, leaseId: string, tokens: number): Promise<number>;
+  gwRebuild(tokensKey: string, value: number, ttlMs: number): Promise<number>;
+}
+
+/** Where the allowance is rebuilt from when its counter is lost. */
+export interface AllowanceSource {
+  billableTokens(accountId: string, periodStart: string): Promise<number>;
 }
 
 const tag = (accountId: string, environment: Environment) => `{a:${accountId}:${environment}}`;
-const rpmKey = (accountId: string, environment: Environment) => `q:${tag(accountId, environment)}:rpm`;
-const inflightKey = (accountId: string, environment: Environment) => `q:${tag(accountId, environment)}:inflight`;
+const keysOf = (accountId: string, environment: Environment, periodKey: string) => {
+  const prefix = `q:${tag(accountId, environment)}`;
+  return { rpm: `${prefix}:rpm`, inflight: `${prefix}:inflight`, tokens: `${prefix}:tokens:${periodKey}` };
+};
+/** Counters outlive their period a little, so late releases still find them. */
+const tokensKeyGraceMs = 35 * 24 * 3600 * 1000;
 
-/** The per-minute window and concurrency leases of an account, decided atomically in Redis. */
+const unavailable = () =>
+  gatewayError('overloaded_error', 'The gateway cannot check rate limits right now. Retry with exponential backoff.', {
+    retryAfterMs: 1000,
+  });
+
+/**
+ * The three limits of an account, decided atomically in Redis (or Redis Cluster). Without Redis nothing
+ * is admitted: a refusal with overloaded_error, never unchecked spend.
+ */
 export class Limits {
   private readonly scripts: LimitScripts;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis | Cluster,
     private readonly plans: ReadonlyMap<string, PlanConfig>,
+    private readonly allowanceSource: AllowanceSource,
     readonly leaseTtlMs: number,
+    private readonly now: () => Date = () => new Date(),
   ) {
-    redis.defineCommand('gwAcquire', { numberOfKeys: 2, lua: acquireScript });
+    redis.defineCommand('gwAcquire', { numberOfKeys: 3, lua: acquireScript });
+    redis.defineCommand('gwPeek', { numberOfKeys: 1, lua: peekScript });
     redis.defineCommand('gwRenew', { numberOfKeys: 1, lua: renewScript });
+    redis.defineCommand('gwRelease', { numberOfKeys: 2, lua: releaseScript });
+    redis.defineCommand('gwRebuild', { numberOfKeys: 1, lua: rebuildScript });
     this.scripts = redis as unknown as LimitScripts;
   }
 
-  async acquire(accountId: string, environment: Environment, planId: string): Promise<Result<Lease>> {
-    const plan = this.plans.get(planId);
-    if (!plan) return err(gatewayError('api_error', `The account's plan "${planId}" is not configured.`));
-    const { requestsPerMinute, concurrency } = plan.limits;
+  limitsOf(caller: Caller): Result<EffectiveLimits> {
+    const plan = this.plans.get(caller.plan);
+    if (!plan) return err(gatewayError('api_error', `The account's plan "${caller.plan}" is not configured.`));
+    return ok(effectiveLimits(plan, caller.overrides));
+  }
+
+  async acquire(caller: Caller): Promise<Result<Lease>> {
+    const limits = this.limitsOf(caller);
+    if (!limits.ok) return limits;
+    const period = billingPeriod(this.now());
+    const keys = keysOf(caller.accountId, caller.environment, period.key);
     const leaseId = randomUUID();
-    let status: number, count: number, resetUnixMs: number;
-    try {
-      [status, count, resetUnixMs] = await this.scripts.gwAcquire(
-        rpmKey(accountId, environment),
-        inflightKey(accountId, environment),
-        requestsPerMinute,
-        concurrency,
+    // Test traffic is limited per minute and by concurrency, but never touches the allowance.
+    const counted = caller.environment === 'live';
+    const run = () =>
+      this.scripts.gwAcquire(
+        keys.rpm,
+        keys.inflight,
+        keys.tokens,
+        limits.value.requestsPerMinute,
+        limits.value.concurrency,
         leaseId,
         this.leaseTtlMs,
+        counted ? limits.value.monthlyTokens : -1,
+        limits.value.hardCeilingTokens,
+        limits.value.overage ? 1 : 0,
       );
+    let reply: Reply;
+    try {
+      reply = await run();
+      if (reply[0] === admission.allowanceUnknown) {
+        const used = await this.allowanceSource.billableTokens(caller.accountId, period.start);
+        await this.scripts.gwRebuild(keys.tokens, used, period.endUnixMs - this.now().getTime() + tokensKeyGraceMs);
+        reply = await run();
+      }
     } catch {
-      // Never admit unchecked: without Redis nothing is decided.
-      return err(
-        gatewayError(
-          'overloaded_error',
-          'The gateway cannot check rate limits right now. Retry with exponential backoff.',
-          {
-            retryAfterMs: 1000,
-          },
-        ),
-      );
+      return err(unavailable());
     }
-    const window = { limit: requestsPerMinute, remaining: Math.max(0, requestsPerMinute - count), resetUnixMs };
-    if (status === 2) {
-      return err(
-        gatewayError(
-          'rate_limit_error',
-          `Too many requests: the limit is ${requestsPerMinute} per minute. Retry after the window resets.`,
-          { retryAfterMs: Math.max(0, resetUnixMs - Date.now()), rateLimit: window },
-        ),
-      );
+    return this.decide(reply, limits.value, leaseId);
+  }
+
+  async peek(caller: Caller): Promise<Result<RateLimitWindow>> {
+    const limits = this.limitsOf(caller);
+    if (!limits.ok) return limits;
+    try {
+      const [count, resetUnixMs] = await this.scripts.gwPeek(keysOf(caller.accountId, caller.environment, '').rpm);
+      const limit = limits.value.requestsPerMinute;
+      return ok({ limit, remaining: Math.max(0, limit - count), resetUnixMs });
+    } catch {
+      return err(unavailable());
     }
-    if (status === 3) {
-      return err(
-        gatewayError(
-          'rate_limit_error',
-          `Too many concurrent requests: the limit is ${concurrency} in flight. Retry when one has finished.`,
-          { retryAfterMs: 1000, rateLimit: window },
-        ),
-      );
-    }
-    return ok({ leaseId, window });
   }
 
   async renew(accountId: string, environment: Environment, leaseId: string): Promise<boolean> {
-    return (await this.scripts.gwRenew(inflightKey(accountId, environment), leaseId, this.leaseTtlMs)) === 1;
+    const { inflight } = keysOf(accountId, environment, '');
+    return (await this.scripts.gwRenew(inflight, leaseId, this.leaseTtlMs)) === 1;
   }
 
-  async release(accountId: string, environment: Environment, leaseId: string): Promise<void> {
-    await this.redis.zrem(inflightKey(accountId, environment), leaseId);
+  /** Frees the lease and charges the request's weighted tokens to the period it ended in. */
+  async release(accountId: string, environment: Environment, leaseId: string, billableTokens: number): Promise<void> {
+    const keys = keysOf(accountId, environment, billingPeriod(this.now()).key);
+    await this.scripts.gwRelease(keys.inflight, keys.tokens, leaseId, environment === 'live' ? billableTokens : 0);
+  }
+
+  private decide([outcome, count, resetUnixMs]: Reply, limits: EffectiveLimits, leaseId: string): Result<Lease> {
+    const limit = limits.requestsPerMinute;
+    const window = { limit, remaining: Math.max(0, limit - count), resetUnixMs };
+    const refuse = (error: GatewayError) => err({ ...error, rateLimit: window });
+    switch (outcome) {
+      case admission.admitted:
+        return ok({ leaseId, window });
+      case admission.perMinuteFull:
+        return refuse(
+          gatewayError(
+            'rate_limit_error',
+            `Too many requests: the limit is ${limit} per minute. Retry after the window resets.`,
+            { retryAfterMs: Math.max(0, resetUnixMs - this.now().getTime()) },
+          ),
+        );
+      case admission.concurrencyFull:
+        return refuse(
+          gatewayError(
+            'rate_limit_error',
+            `Too many concurrent requests: the limit is ${limits.concurrency} in flight. Retry when one has finished.`,
+            { retryAfterMs: 1000 },
+          ),
+        );
+      case admission.allowanceUsed:
+        return refuse(
+          gatewayError(
+            'quota_exceeded',
+            `The monthly token allowance of ${limits.monthlyTokens} tokens is used up. Upgrade the plan or wait for the next billing period.`,
+          ),
+        );
+      case admission.ceilingReached:
+        return refuse(
+          gatewayError(
+            'quota_exceeded',
+            `The hard ceiling of ${limits.hardCeilingTokens} tokens for this billing period is reached. Upgrade the plan or wait for the next billing period.`,
+          ),
+        );
+      default:
+        return err(unavailable());
+    }
   }
 }

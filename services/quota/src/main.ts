@@ -1,8 +1,10 @@
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
+import { createLogger, grpcServerMetrics, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { readQuotaConfig } from './config';
+import { UsageLedger } from './ledger';
 import { Limits } from './limits';
 import { quotaService } from './server';
 
@@ -11,13 +13,27 @@ void runOrExit(async () => {
   const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
   const logger = createLogger('quota', config.LOG_LEVEL);
   // Fail fast while Redis is away rather than queueing decisions behind a reconnect.
-  const redis = new Redis(config.REDIS_URL, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    connectTimeout: 2_000,
-  });
+  const options = { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 };
+  const redis =
+    config.REDIS_CLUSTER_NODES.length > 0
+      ? new Cluster(
+          config.REDIS_CLUSTER_NODES.map((node) => {
+            const [host, port] = node.split(':');
+            return { host: host!, port: Number(port) };
+          }),
+          { enableOfflineQueue: false, redisOptions: options },
+        )
+      : new Redis(config.REDIS_URL, options);
   redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection problem'));
-  const limits = new Limits(redis, new Map(gatewayConfig.plans.map((plan) => [plan.id, plan])), config.LEASE_TTL_MS);
+  const pool = createPool(config.DATABASE_URL, (error) =>
+    logger.error({ err: error }, 'idle database connection failed'),
+  );
+  const limits = new Limits(
+    redis,
+    new Map(gatewayConfig.plans.map((plan) => [plan.id, plan])),
+    new UsageLedger(pool),
+    config.LEASE_TTL_MS,
+  );
   const metrics = await startMetricsServer('quota', config.METRICS_HOST, config.METRICS_PORT);
   await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
   const grpc = await startGrpcServer({
@@ -28,10 +44,10 @@ void runOrExit(async () => {
     observeCall: grpcServerMetrics(metrics.registry),
   });
   grpc.setServing(true);
-  logger.info({ port: grpc.port }, 'quota serving');
+  logger.info({ grpc_port: grpc.port }, 'quota serving');
   onShutdown(logger, async () => {
     await grpc.shutdown(5_000);
     redis.disconnect();
-    await metrics.close();
+    await Promise.all([pool.end(), metrics.close()]);
   });
 });

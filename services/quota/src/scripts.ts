@@ -1,13 +1,28 @@
 /**
- * Lua scripts run atomically in Redis. Every key of one account shares the hash tag `{a:<account>:<env>}`
- * so a script runs unchanged on Redis Cluster. Time comes from the Redis server, never the caller.
+ * Lua scripts, each one atomic decision in Redis. Every key of one account and environment shares the
+ * hash tag `{a:<account>:<env>}`, so a script runs unchanged on Redis Cluster. Time comes from the
+ * Redis server, never the caller, so replicas with skewed clocks agree.
  */
+
+/** Outcomes of the acquire script. */
+export const admission = {
+  admitted: 1,
+  perMinuteFull: 2,
+  concurrencyFull: 3,
+  allowanceUsed: 4,
+  ceilingReached: 5,
+  /** The allowance counter is missing (Redis flushed or replaced): rebuild it, then ask again. */
+  allowanceUnknown: 6,
+} as const;
 
 /**
  * KEYS[1] per-minute window (hash: w = window index, n = count), KEYS[2] in-flight leases (zset: member
- * lease id, score expiry ms). ARGV: rpm limit, concurrency limit, lease id, lease ttl ms.
- * Returns {status, count, window reset ms}: status 1 admitted, 2 per-minute full, 3 concurrency full.
- * A refused request changes no counter.
+ * lease id, score expiry ms), KEYS[3] weighted tokens used in the billing period (string).
+ * ARGV: rpm limit, concurrency limit, lease id, lease ttl ms, allowance (-1: not counted, as for test
+ * keys), hard ceiling, overage (1 or 0).
+ * Concurrency and allowance are checked first; the per-minute window is charged only on admission,
+ * so a refused request consumes nothing.
+ * Returns {outcome, window count, window reset ms, tokens used}.
  */
 export const acquireScript = `
 local t = redis.call('TIME')
@@ -17,23 +32,52 @@ local reset = (window + 1) * 60000
 local rpm = tonumber(ARGV[1])
 local concurrency = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[4])
+local allowance = tonumber(ARGV[5])
+local ceiling = tonumber(ARGV[6])
+local overage = ARGV[7] == '1'
 local count = 0
 if tonumber(redis.call('HGET', KEYS[1], 'w')) == window then
   count = tonumber(redis.call('HGET', KEYS[1], 'n')) or 0
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('ZCARD', KEYS[2]) >= concurrency then
-  return {3, count, reset}
+  return {3, count, reset, 0}
+end
+local used = 0
+if allowance >= 0 then
+  local stored = redis.call('GET', KEYS[3])
+  if not stored then
+    return {6, count, reset, 0}
+  end
+  used = tonumber(stored)
+  if used >= ceiling then
+    return {5, count, reset, used}
+  end
+  if (not overage) and used >= allowance then
+    return {4, count, reset, used}
+  end
 end
 if count >= rpm then
-  return {2, count, reset}
+  return {2, count, reset, used}
 end
 count = count + 1
 redis.call('HSET', KEYS[1], 'w', window, 'n', count)
 redis.call('PEXPIREAT', KEYS[1], reset + 1000)
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ttl * 2)
-return {1, count, reset}
+return {1, count, reset, used}
+`;
+
+/** KEYS[1] per-minute window. Returns {window count, window reset ms} without charging anything. */
+export const peekScript = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = math.floor(now / 60000)
+local count = 0
+if tonumber(redis.call('HGET', KEYS[1], 'w')) == window then
+  count = tonumber(redis.call('HGET', KEYS[1], 'n')) or 0
+end
+return {count, (window + 1) * 60000}
 `;
 
 /** KEYS[1] in-flight leases. ARGV: lease id, ttl ms. Returns 1 when the lease was still held. */
@@ -44,4 +88,23 @@ local ttl = tonumber(ARGV[2])
 local held = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + ttl, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ttl * 2)
 return held
+`;
+
+/**
+ * KEYS[1] in-flight leases, KEYS[2] tokens used in the period. ARGV: lease id, weighted tokens.
+ * The tokens are added only to a counter that exists: a missing one is rebuilt from Postgres, where
+ * this request's usage arrives through metering.
+ */
+export const releaseScript = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+local tokens = tonumber(ARGV[2])
+if tokens > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('INCRBY', KEYS[2], tokens)
+end
+return 1
+`;
+
+/** KEYS[1] tokens used in the period. ARGV: rebuilt value, expiry ms. Sets only if still missing. */
+export const rebuildScript = `
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0
 `;

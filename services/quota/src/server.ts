@@ -2,13 +2,31 @@ import { registration } from '@gw/grpc';
 import { commonv1, quotav1 } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import type { Environment, Limits } from './limits';
+import type { Caller, Environment, Limits } from './limits';
 
 function environmentOf(value: commonv1.Environment): Result<Environment> {
   if (value === commonv1.Environment.LIVE) return ok('live');
   if (value === commonv1.Environment.TEST) return ok('test');
   return err(gatewayError('invalid_request_error', 'environment: expected live or test.'));
 }
+
+function callerOf(key: commonv1.KeyContext | undefined): Result<Caller> {
+  if (!key) return err(gatewayError('invalid_request_error', 'key: required.'));
+  const environment = environmentOf(key.environment);
+  if (!environment.ok) return environment;
+  return ok({
+    accountId: key.accountId,
+    environment: environment.value,
+    plan: key.plan,
+    overrides: key.limitOverrides,
+  });
+}
+
+const windowMessage = (window: { limit: number; remaining: number; resetUnixMs: number }) => ({
+  limit: BigInt(window.limit),
+  remaining: BigInt(window.remaining),
+  resetUnixMs: BigInt(window.resetUnixMs),
+});
 
 const unavailable = () =>
   err(
@@ -20,20 +38,21 @@ const unavailable = () =>
 export function quotaService(limits: Limits) {
   return registration(quotav1.QuotaService, {
     async acquire(request) {
-      const environment = environmentOf(request.environment);
-      if (!environment.ok) return environment;
-      const lease = await limits.acquire(request.accountId, environment.value, request.plan);
+      const caller = callerOf(request.key);
+      if (!caller.ok) return caller;
+      const lease = await limits.acquire(caller.value);
       if (!lease.ok) return lease;
-      const { window } = lease.value;
       return ok({
         leaseId: lease.value.leaseId,
         leaseTtlMs: BigInt(limits.leaseTtlMs),
-        window: {
-          limit: BigInt(window.limit),
-          remaining: BigInt(window.remaining),
-          resetUnixMs: BigInt(window.resetUnixMs),
-        },
+        window: windowMessage(lease.value.window),
       });
+    },
+    async peek(request) {
+      const caller = callerOf(request.key);
+      if (!caller.ok) return caller;
+      const window = await limits.peek(caller.value);
+      return window.ok ? ok({ window: windowMessage(window.value) }) : window;
     },
     async renew(request) {
       const environment = environmentOf(request.environment);
@@ -48,7 +67,7 @@ export function quotaService(limits: Limits) {
       const environment = environmentOf(request.environment);
       if (!environment.ok) return environment;
       try {
-        await limits.release(request.accountId, environment.value, request.leaseId);
+        await limits.release(request.accountId, environment.value, request.leaseId, Number(request.billableTokens));
         return ok({});
       } catch {
         return unavailable();

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import type { PlanConfig } from '@gw/config';
+import { createPool } from '@gw/db';
+import type { Pool } from '@gw/db';
+import { createTestDatabase } from '../../../test/support/database';
+import type { TestDatabase } from '../../../test/support/database';
+import { billingPeriod } from '../src/effective-limits';
+import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
+import type { Caller } from '../src/limits';
 
 const plan: PlanConfig = {
   id: 'tiny',
@@ -10,66 +17,143 @@ const plan: PlanConfig = {
   limits: { requestsPerMinute: 5, concurrency: 3, monthlyTokens: 1000 },
   overage: { enabled: false, gbpPerMtok: 0 },
 };
+const generous: PlanConfig = { ...plan, id: 'generous', limits: { ...plan.limits, requestsPerMinute: 1000 } };
 
-describe('Limits against real Redis', () => {
+/** Waits out the last second of a clock minute, so a burst never straddles two windows. */
+async function awayFromMinuteBoundary(): Promise<void> {
+  const untilNext = 60_000 - (Date.now() % 60_000);
+  if (untilNext < 1_500) await new Promise((resolve) => setTimeout(resolve, untilNext + 50));
+}
+
+describe('Limits against real Redis and PostgreSQL', () => {
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
-  const limits = new Limits(redis, new Map([[plan.id, plan]]), 30_000);
+  let database: TestDatabase;
+  let pool: Pool;
+  let limits: Limits;
+  const caller = (overrides: Partial<Caller> = {}): Caller => ({
+    accountId: `acct_${randomUUID()}`,
+    environment: 'live',
+    plan: 'tiny',
+    overrides: undefined,
+    ...overrides,
+  });
 
-  afterAll(() => redis.quit());
+  beforeAll(async () => {
+    database = await createTestDatabase('gateway_test_quota');
+    pool = createPool(database.url, () => undefined);
+    limits = new Limits(
+      redis,
+      new Map([
+        [plan.id, plan],
+        [generous.id, generous],
+      ]),
+      new UsageLedger(pool),
+      30_000,
+    );
+  });
+
+  afterAll(async () => {
+    redis.disconnect();
+    await pool.end();
+    await database.drop();
+  });
 
   it('admits exactly the per-minute limit from a concurrent burst and refuses the rest with the window', async () => {
-    const account = `acct_${randomUUID()}`;
+    const who = caller({ overrides: { concurrency: 100n } as Caller['overrides'] });
+    await awayFromMinuteBoundary();
     const results = await Promise.all(
-      Array.from({ length: 4 * plan.limits.requestsPerMinute }, async () => {
-        const lease = await limits.acquire(account, 'live', plan.id);
-        if (lease.ok) await limits.release(account, 'live', lease.value.leaseId);
-        return lease;
-      }),
+      Array.from({ length: 5 * plan.limits.requestsPerMinute }, () => limits.acquire(who)),
     );
-    const admitted = results.filter((result) => result.ok);
-    const refused = results.filter((result) => !result.ok);
-    // Concurrency refusals may happen too; none of them consume the per-minute window.
-    expect(admitted.length).toBeLessThanOrEqual(plan.limits.requestsPerMinute);
-    const rateLimited = refused.filter((result) => !result.ok && /per minute/.test(result.error.message));
-    for (const result of rateLimited) {
+    expect(results.filter((result) => result.ok)).toHaveLength(plan.limits.requestsPerMinute);
+    for (const result of results) {
       if (result.ok) continue;
       expect(result.error.type).toBe('rate_limit_error');
       expect(result.error.rateLimit).toEqual(expect.objectContaining({ limit: 5, remaining: 0 }));
       expect(result.error.retryAfterMs).toBeGreaterThan(0);
       expect(result.error.retryAfterMs).toBeLessThanOrEqual(60_000);
     }
-    while ((await limits.acquire(account, 'live', plan.id)).ok) {
-      // drain what concurrency refusals left unspent
-    }
-    const after = await limits.acquire(account, 'live', plan.id);
-    expect(after).toEqual({ ok: false, error: expect.objectContaining({ type: 'rate_limit_error' }) });
   });
 
-  it('holds at most the concurrency limit in flight and frees a slot on release', async () => {
-    const account = `acct_${randomUUID()}`;
+  it('holds at most the concurrency limit in flight and frees a slot on release, without charging refusals', async () => {
+    const who = caller({ environment: 'test' });
+    await awayFromMinuteBoundary();
     const leases = [];
     for (let index = 0; index < plan.limits.concurrency; index += 1) {
-      const lease = await limits.acquire(account, 'test', plan.id);
-      expect(lease.ok).toBe(true);
-      if (lease.ok) leases.push(lease.value);
+      const lease = await limits.acquire(who);
+      if (!lease.ok) throw new Error(lease.error.message);
+      leases.push(lease.value);
     }
-    const refused = await limits.acquire(account, 'test', plan.id);
+    const refused = await limits.acquire(who);
     expect(refused).toEqual({
       ok: false,
       error: expect.objectContaining({ type: 'rate_limit_error', retryAfterMs: 1000 }),
     });
-    expect(await limits.renew(account, 'test', leases[0]!.leaseId)).toBe(true);
-    await limits.release(account, 'test', leases[0]!.leaseId);
-    expect(await limits.renew(account, 'test', leases[0]!.leaseId)).toBe(false);
-    expect((await limits.acquire(account, 'test', plan.id)).ok).toBe(true);
+    const window = await limits.peek(who);
+    expect(window.ok && window.value.remaining).toBe(plan.limits.requestsPerMinute - plan.limits.concurrency);
+    expect(await limits.renew(who.accountId, 'test', leases[0]!.leaseId)).toBe(true);
+    await limits.release(who.accountId, 'test', leases[0]!.leaseId, 0);
+    expect(await limits.renew(who.accountId, 'test', leases[0]!.leaseId)).toBe(false);
+    expect((await limits.acquire(who)).ok).toBe(true);
   });
 
-  it('counts the window remaining down for each admitted request', async () => {
-    const account = `acct_${randomUUID()}`;
-    const first = await limits.acquire(account, 'live', plan.id);
-    const second = await limits.acquire(account, 'live', plan.id);
+  it('counts the window down for each admitted request and resets on the minute', async () => {
+    const who = caller();
+    await awayFromMinuteBoundary();
+    const first = await limits.acquire(who);
+    const second = await limits.acquire(who);
     expect(first.ok && first.value.window.remaining).toBe(4);
     expect(second.ok && second.value.window.remaining).toBe(3);
     expect(first.ok && first.value.window.resetUnixMs % 60_000).toBe(0);
+  });
+
+  it('refuses with quota_exceeded once the allowance is used, unless overage is on, and always at the ceiling', async () => {
+    const who = caller({ plan: 'generous' });
+    const spend = async (tokens: number) => {
+      const lease = await limits.acquire(who);
+      if (!lease.ok) return lease;
+      await limits.release(who.accountId, who.environment, lease.value.leaseId, tokens);
+      return lease;
+    };
+    expect((await spend(999)).ok).toBe(true);
+    expect((await spend(5)).ok).toBe(true);
+    const exhausted = await limits.acquire(who);
+    expect(exhausted).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'quota_exceeded', message: expect.stringMatching(/allowance/) }),
+    });
+    const withOverage = { ...who, overrides: { overage: true } as Caller['overrides'] };
+    const over = await limits.acquire(withOverage);
+    expect(over.ok).toBe(true);
+    if (over.ok) await limits.release(who.accountId, 'live', over.value.leaseId, 1000);
+    expect(await limits.acquire(withOverage)).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'quota_exceeded', message: expect.stringMatching(/ceiling/) }),
+    });
+  });
+
+  it('never touches the allowance for test keys', async () => {
+    const who = caller({ environment: 'test', plan: 'generous' });
+    const lease = await limits.acquire(who);
+    if (!lease.ok) throw new Error(lease.error.message);
+    await limits.release(who.accountId, 'test', lease.value.leaseId, 5000);
+    expect((await limits.acquire(who)).ok).toBe(true);
+    const tokensKeys = await redis.keys(`q:{a:${who.accountId}:test}:tokens:*`);
+    expect(tokensKeys).toEqual([]);
+  });
+
+  it('rebuilds a lost allowance counter from the metered usage before admitting', async () => {
+    const who = caller({ plan: 'generous' });
+    const period = billingPeriod(new Date());
+    await pool.query(
+      `INSERT INTO usage_aggregates (account_id, key_id, model, environment, period_start, requests, input_tokens,
+         output_tokens, cache_read_input_tokens, cache_creation_input_tokens, billable_tokens)
+       VALUES ($1, 'key_x', 'm', 'live', $2, 3, 0, 0, 0, 0, 600), ($1, 'key_y', 'm', 'live', $2, 2, 0, 0, 0, 0, 400)`,
+      [who.accountId, period.start],
+    );
+    expect(await limits.acquire(who)).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'quota_exceeded' }),
+    });
+    expect(await redis.get(`q:{a:${who.accountId}:live}:tokens:${period.key}`)).toBe('1000');
   });
 });

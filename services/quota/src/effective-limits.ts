@@ -1,0 +1,34 @@
+import type { PlanConfig } from '@gw/config';
+import type { commonv1 } from '@gw/proto';
+
+/** The numbers one decision uses: the plan's, with the account's overrides in place. */
+export interface EffectiveLimits {
+  requestsPerMinute: number;
+  concurrency: number;
+  monthlyTokens: number;
+  overage: boolean;
+  /** Weighted tokens at which service stops even with overage on. */
+  hardCeilingTokens: number;
+}
+
+export function effectiveLimits(plan: PlanConfig, overrides: commonv1.LimitOverrides | undefined): EffectiveLimits {
+  const pick = (override: bigint | undefined, planValue: number) =>
+    override === undefined ? planValue : Number(override);
+  const monthlyTokens = pick(overrides?.monthlyTokens, plan.limits.monthlyTokens);
+  return {
+    requestsPerMinute: pick(overrides?.requestsPerMinute, plan.limits.requestsPerMinute),
+    concurrency: pick(overrides?.concurrency, plan.limits.concurrency),
+    monthlyTokens,
+    overage: overrides?.overage ?? plan.overage.enabled,
+    // DESIGN.md §3: the plan's ceiling, by default twice the allowance in force.
+    hardCeilingTokens: pick(overrides?.hardCeilingTokens, plan.hardCeilingTokens ?? 2 * monthlyTokens),
+  };
+}
+
+/** The billing period of an instant: the calendar month in UTC. */
+export function billingPeriod(at: Date): { key: string; start: string; endUnixMs: number } {
+  const year = at.getUTCFullYear();
+  const month = at.getUTCMonth();
+  const start = `${year}-${String(month + 1).padStart(2, '0')}-01`;
+  return { key: start.slice(0, 7), start, endUnixMs: Date.UTC(year, month + 1, 1) };
+}
