@@ -88,6 +88,13 @@ export default async function globalSetup(): Promise<void> {
       Object.entries(ports.metrics).map(([service, port]) => [service, `http://127.0.0.1:${port}/metrics`]),
     ),
     logsDir: state.logs,
+    replica: {
+      redisUrl: required('REDIS_URL'),
+      kafkaBrokers,
+      gatewayConfig: join(repoRoot, 'deploy/local/gateway.yaml'),
+      policyAddress: `127.0.0.1:${ports.grpc.policy}`,
+      routerAddress: `127.0.0.1:${ports.grpc.router}`,
+    },
     accountId: demo.accountId,
     testKey: demo.testKey,
     liveKey: demo.liveKey,

@@ -16,6 +16,14 @@ export interface Harness {
   /** Prometheus endpoints by service name. */
   metricsUrls: Record<string, string>;
   logsDir: string;
+  /** What a test needs to start more replicas of ingress and quota beside the stack's own. */
+  replica: {
+    redisUrl: string;
+    kafkaBrokers: string;
+    gatewayConfig: string;
+    policyAddress: string;
+    routerAddress: string;
+  };
   accountId: string;
   testKey: string;
   liveKey: string;

@@ -1,0 +1,89 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isHealthy, repoRoot } from '@gw/local-stack';
+import type { HealthCheck } from '@gw/local-stack';
+import type { Harness } from './harness';
+
+export interface Replica {
+  process: ChildProcess;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+async function startReplica(script: string, env: Record<string, string>, health: HealthCheck): Promise<Replica> {
+  const child = spawn(process.execPath, [join(repoRoot, script)], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 15_000;
+  while (!(await isHealthy(health))) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${script} did not come up`);
+    await sleep(100);
+  }
+  return {
+    process: child,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** A second quota process sharing the stack's Redis and Postgres. */
+export function startQuotaReplica(
+  h: Harness,
+  ports: { grpc: number; metrics: number },
+  databaseUrl: string,
+  extraEnv: Record<string, string> = {},
+): Promise<Replica> {
+  return startReplica(
+    'services/quota/dist/main.js',
+    {
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(ports.grpc),
+      METRICS_HOST: '127.0.0.1',
+      METRICS_PORT: String(ports.metrics),
+      REDIS_URL: h.replica.redisUrl,
+      DATABASE_URL: databaseUrl,
+      GATEWAY_CONFIG: h.replica.gatewayConfig,
+      ...extraEnv,
+    },
+    { kind: 'grpc', address: `127.0.0.1:${ports.grpc}` },
+  );
+}
+
+/** A second ingress, using the stack's auth, policy and router and the given quota. */
+export function startIngressReplica(
+  h: Harness,
+  ports: { http: number; admin: number; metrics: number },
+  quotaAddress: string,
+): Promise<Replica> {
+  return startReplica(
+    'services/ingress/dist/main.js',
+    {
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(ports.http),
+      ADMIN_PORT: String(ports.admin),
+      METRICS_HOST: '127.0.0.1',
+      METRICS_PORT: String(ports.metrics),
+      AUTH_ADDRESS: h.authAddress,
+      POLICY_ADDRESS: h.replica.policyAddress,
+      QUOTA_ADDRESS: quotaAddress,
+      ROUTER_ADDRESS: h.replica.routerAddress,
+      KAFKA_BROKERS: h.replica.kafkaBrokers,
+      USAGE_TOPIC: h.usageTopic,
+      REDIS_URL: h.replica.redisUrl,
+      ADMIN_TOKEN: h.adminToken,
+      GATEWAY_CONFIG: h.replica.gatewayConfig,
+    },
+    { kind: 'http', url: `http://127.0.0.1:${ports.admin}/healthz` },
+  );
+}
+
+/** Waits out the last seconds of a clock minute, so a burst never straddles two windows. */
+export async function awayFromMinuteBoundary(marginMs = 3_000): Promise<void> {
+  const untilNext = 60_000 - (Date.now() % 60_000);
+  if (untilNext < marginMs) await sleep(untilNext + 50);
+}
