@@ -4,12 +4,13 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration clean
+.PHONY: help deps build gen lint up down test test-unit test-integration bench bench-quota clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
 	@echo "make down   stop what make up started"
 	@echo "make test   lint, unit, integration and end-to-end tests"
+	@echo "make bench  benchmarks (bench/README.md); not part of make test"
 
 deps: node_modules/.installed
 
@@ -42,5 +43,19 @@ test-unit: build
 test: lint
 	bash test/run.sh
 
+# Benchmarks are not tests: `make test` never runs them. They use the PostgreSQL and Redis on loopback
+# named by DATABASE_URL and REDIS_URL, read from the infra.env of the tests' (or `make up`'s)
+# infrastructure when not set; see bench/README.md.
+bench: bench-quota
+
+bench-quota: build
+	pnpm exec tsc -b services/quota/bench
+	@if [ -z "$${DATABASE_URL:-}" ]; then \
+	  for env in .local/test-infra/infra.env .local/infra.env; do \
+	    if [ -f "$$env" ]; then set -a; source "$$env"; set +a; break; fi; \
+	  done; \
+	fi; \
+	node services/quota/bench/dist/main.js
+
 clean:
-	rm -rf node_modules */*/node_modules */*/dist packages/proto/src/gen
+	rm -rf node_modules */*/node_modules */*/dist services/quota/bench/dist packages/proto/src/gen

@@ -16,7 +16,11 @@ const cases = [
   { service: 'policy', env: { GATEWAY_CONFIG: 'x', GRPC_PORT: '70000' }, variable: 'GRPC_PORT' },
   { service: 'quota', env: { GATEWAY_CONFIG: 'x', REDIS_URL: 'http://nope' }, variable: 'REDIS_URL' },
   { service: 'router', env: { GATEWAY_CONFIG: 'x', LOG_LEVEL: 'loud' }, variable: 'LOG_LEVEL' },
-  { service: 'metering', env: { DATABASE_URL: 'postgres://x', METRICS_PORT: '-1' }, variable: 'METRICS_PORT' },
+  {
+    service: 'metering',
+    env: { DATABASE_URL: 'postgres://x', GATEWAY_CONFIG: 'x', METRICS_PORT: '-1' },
+    variable: 'METRICS_PORT',
+  },
 ];
 
 describe('configuration errors', () => {

@@ -94,6 +94,7 @@ export default async function globalSetup(): Promise<void> {
       gatewayConfig: join(repoRoot, 'deploy/local/gateway.yaml'),
       policyAddress: `127.0.0.1:${ports.grpc.policy}`,
       routerAddress: `127.0.0.1:${ports.grpc.router}`,
+      meteringAddress: `127.0.0.1:${ports.grpc.metering}`,
     },
     accountId: demo.accountId,
     testKey: demo.testKey,

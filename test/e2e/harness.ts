@@ -23,6 +23,7 @@ export interface Harness {
     gatewayConfig: string;
     policyAddress: string;
     routerAddress: string;
+    meteringAddress: string;
   };
   accountId: string;
   testKey: string;

@@ -72,11 +72,13 @@ export function startIngressReplica(
       POLICY_ADDRESS: h.replica.policyAddress,
       QUOTA_ADDRESS: quotaAddress,
       ROUTER_ADDRESS: h.replica.routerAddress,
+      METERING_ADDRESS: h.replica.meteringAddress,
       KAFKA_BROKERS: h.replica.kafkaBrokers,
       USAGE_TOPIC: h.usageTopic,
       REDIS_URL: h.replica.redisUrl,
       ADMIN_TOKEN: h.adminToken,
       GATEWAY_CONFIG: h.replica.gatewayConfig,
+      USAGE_SPOOL_DIR: join(h.logsDir, '..', 'spool', `ingress-${ports.http}`),
     },
     { kind: 'http', url: `http://127.0.0.1:${ports.admin}/healthz` },
   );

@@ -2,3 +2,4 @@ export * from './client';
 export * from './topics';
 export * from './usage-producer';
 export * from './batch-consumer';
+export * from './durable-publisher';

@@ -1,5 +1,5 @@
 import { createServiceClient } from '@gw/grpc';
-import { authv1, policyv1, quotav1, routerv1 } from '@gw/proto';
+import { authv1, meteringv1, policyv1, quotav1, routerv1 } from '@gw/proto';
 import type { IngressConfig } from './config';
 
 /** Typed clients of the four services a request passes through. */
@@ -19,6 +19,11 @@ export function createClients(config: IngressConfig) {
     quota: createServiceClient(quotav1.QuotaService, {
       address: config.QUOTA_ADDRESS,
       callee: 'quota',
+      defaultTimeoutMs: timeout,
+    }),
+    metering: createServiceClient(meteringv1.MeteringService, {
+      address: config.METERING_ADDRESS,
+      callee: 'metering',
       defaultTimeoutMs: timeout,
     }),
     // No deadline: a completion lives as long as its stream; the client's disconnect cancels it.

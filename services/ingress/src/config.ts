@@ -12,6 +12,7 @@ const schema = z.object({
   POLICY_ADDRESS: env.address('127.0.0.1:50052'),
   QUOTA_ADDRESS: env.address('127.0.0.1:50053'),
   ROUTER_ADDRESS: env.address('127.0.0.1:50054'),
+  METERING_ADDRESS: env.address('127.0.0.1:50055'),
   KAFKA_BROKERS: env.list('127.0.0.1:9092'),
   USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),
   BODY_LIMIT_BYTES: env.positiveInt(32 * 1024 * 1024),
@@ -35,6 +36,11 @@ const schema = z.object({
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
   /** A streamed response with no upstream event for this long gets an SSE ping. */
   SSE_PING_INTERVAL_MS: env.positiveInt(15_000),
+  // Usage spool (lossless metering): events wait here, on disk, while Kafka is unavailable.
+  /** The spool directory; default: one per HTTP_PORT under the temp directory (see usageSpoolDir). */
+  USAGE_SPOOL_DIR: z.string().min(1, 'expected a directory').optional(),
+  /** Bytes of undelivered events the spool may hold; near it, live requests are refused with 503. */
+  USAGE_SPOOL_MAX_BYTES: env.positiveInt(256 * 1024 * 1024),
 });
 
 export type IngressConfig = z.infer<typeof schema>;

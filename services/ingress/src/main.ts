@@ -2,9 +2,10 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { create, eventsv1 } from '@gw/proto';
-import { createKafka, UsageEventProducer } from '@gw/kafka';
+import { createKafka } from '@gw/kafka';
 import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
+import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { createClients } from './clients';
 import { InFlightRequests } from './in-flight';
 import { readIngressConfig } from './config';
@@ -30,9 +31,13 @@ void runOrExit(async () => {
     clientId: 'ingress',
     log: (level, message, fields) => logger[level](fields, message),
   });
-  const producer = new UsageEventProducer(kafka, { topic: config.USAGE_TOPIC });
-  await producer.connect();
+  // Usage spool: events are kept on disk until Kafka has them; does not wait for Kafka.
+  const publisher = createUsagePublisher(kafka, config, logger);
+  await publisher.connect();
+  /** True while the spool cannot take the events of new requests: live requests are refused (503). */
+  const usageSpoolFull = (): boolean => publisher.isFull();
   const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
+  registerUsageSpoolMetrics(metrics.registry, publisher);
   const requestLog = logger.child({ event: 'request' });
   const inFlight = new InFlightRequests();
   const revocations = await subscribeToNotices(config.REDIS_URL, {
@@ -50,13 +55,12 @@ void runOrExit(async () => {
       {
         clients,
         inFlight,
+        billingUnavailable: usageSpoolFull,
         bodyLimitFor: (plan) => planBodyLimits.get(plan) ?? config.BODY_LIMIT_BYTES,
         recordUsage: (event) =>
-          producer
+          publisher
             .send(create(eventsv1.UsageEventSchema, event))
-            .catch((error: unknown) =>
-              logger.error({ err: error, request_id: event.eventId }, 'usage event not delivered'),
-            ),
+            .catch((error: unknown) => logUsageNotRecorded(logger, event, error)),
         logRequest: (fields) => requestLog.info(fields),
       },
       {
@@ -82,7 +86,7 @@ void runOrExit(async () => {
       publicServer.close(resolve);
       publicServer.closeIdleConnections();
     });
-    await producer.disconnect();
+    await publisher.disconnect();
     await revocations.close();
     for (const client of Object.values(clients)) client.close();
     await metrics.close();

@@ -47,6 +47,8 @@ export interface MessagesDeps {
   logRequest(fields: Record<string, unknown>): void;
   /** The body size limit of a plan: the gateway's, or the plan's where that is lower. */
   bodyLimitFor(plan: string): number;
+  /** True while usage events cannot be kept (the durable buffer is full): live requests are refused. */
+  billingUnavailable(): boolean;
 }
 
 const noTokens: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
@@ -119,6 +121,16 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
 
   const authorized = await clients.policy.authorize({ key, model, bodyJson: raw.value });
   if (!authorized.ok) return refuse(authorized.error, { ...ids, model });
+  const live = key.environment === commonv1.Environment.LIVE;
+  if (live && deps.billingUnavailable()) {
+    // Never serve what cannot be billed: refuse until usage can be recorded again.
+    return refuse(
+      gatewayError('overloaded_error', 'The gateway cannot record usage right now. Retry with exponential backoff.', {
+        retryAfterMs: 5_000,
+      }),
+      { ...ids, model },
+    );
+  }
 
   const admitted = await clients.quota.acquire({ key, requestId: request.requestId });
   if (!admitted.ok) return refuse(admitted.error, { ...ids, model });
@@ -213,7 +225,6 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
     sink.fail(failure);
   }
 
-  const live = key.environment === commonv1.Environment.LIVE;
   const billable = live ? billableTokens(tokens) : 0;
   void clients.quota.release({ ...leaseRef, billableTokens: BigInt(billable) });
   deps.recordUsage({
@@ -237,6 +248,9 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
           ? eventsv1.Outcome.UPSTREAM_ERROR
           : eventsv1.Outcome.SUCCESS,
     errorType: failure?.type ?? '',
+    plan: key.plan,
+    allowanceTokens: lease.limits?.monthlyTokens ?? 0n,
+    overageEnabled: lease.limits?.overage ?? false,
     startedAtUnixMs: BigInt(scope.startedAt),
     endedAtUnixMs: BigInt(Date.now()),
     streamed,

@@ -14,6 +14,7 @@ import { handleMessages } from './messages';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './messages';
 import { handleGetModel, handleListModels } from './models';
 import { rateLimitHeaders } from './rate-limit';
+import { handleUsage, usageReportJson } from './usage-report';
 import { isJsonContentType } from './validation';
 import { pingFrame, sseFrame } from './sse';
 
@@ -195,6 +196,13 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
       );
     },
   );
+
+  app.get('/v1/usage', (request: Request, response: Response) => {
+    handleUsage(deps, callerRequest(request, response, options), setRateLimit(response)).then((result) => {
+      if (result.ok) response.status(200).type('application/json').send(usageReportJson(result.value));
+      else sendError(response, result.error);
+    }, failed(response));
+  });
 
   app.get('/v1/models', (request: Request, response: Response) => {
     handleListModels(deps, callerRequest(request, response, options), request.query, setRateLimit(response)).then(

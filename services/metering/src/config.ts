@@ -3,7 +3,7 @@ import { env, readEnv } from '@gw/config';
 
 const schema = z.object({
   LOG_LEVEL: env.logLevel(),
-  /** Serves grpc.health.v1 only: metering has no RPCs of its own. */
+  /** Serves gateway.metering.v1.MeteringService (GetUsage) and grpc.health.v1. */
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50055),
   METRICS_HOST: env.host('127.0.0.1'),
@@ -14,6 +14,8 @@ const schema = z.object({
   KAFKA_BROKERS: env.list('127.0.0.1:9092'),
   USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),
   CONSUMER_GROUP: z.string().min(1).default('gateway-metering'),
+  /** The gateway YAML: model and overage prices, read once at start. */
+  GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
 });
 
 export type MeteringConfig = z.infer<typeof schema>;

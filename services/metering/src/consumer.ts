@@ -2,6 +2,7 @@ import type { Pool } from '@gw/db';
 import type { MessageChunk } from '@gw/kafka';
 import type { Logger } from '@gw/telemetry';
 import type { MeteringMetrics } from './metrics';
+import type { PriceList } from './pricing';
 import { decodeUsageRow } from './usage-rows';
 import type { UsageRow } from './usage-rows';
 import { recordUsage } from './usage-store';
@@ -11,12 +12,14 @@ export interface UsageConsumerDeps {
   consumerGroup: string;
   logger: Logger;
   metrics: MeteringMetrics;
+  prices: PriceList;
 }
 
 /**
  * Handles one chunk of the usage topic: decodes each message, stores the chunk in one transaction.
  * A message that is not a storable UsageEvent is logged (ids only) and skipped, so it can never
- * block its partition; a failure to store throws, and the chunk is delivered again.
+ * block its partition; a failure to store throws, and the chunk is delivered again. An event the
+ * configuration cannot price (unknown model or plan) is stored at cost 0, never dropped, and logged.
  */
 export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
   return async (chunk) => {
@@ -41,7 +44,7 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
         'usage message skipped',
       );
     }
-    const recorded = await recordUsage(deps.pool, {
+    const recorded = await recordUsage(deps.pool, deps.prices, {
       consumerGroup: deps.consumerGroup,
       topic: chunk.topic,
       partition: chunk.partition,
@@ -51,8 +54,29 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
     stopTimer();
     deps.metrics.eventsWritten.inc(recorded.written);
     deps.metrics.duplicatesIgnored.inc(recorded.duplicates);
+    for (const event of recorded.unpriced) {
+      deps.metrics.eventsUnpriced.inc({ reason: event.reason });
+      deps.logger.warn(
+        {
+          event_id: event.eventId,
+          account_id: event.accountId,
+          key_id: event.keyId,
+          model: event.model,
+          plan: event.plan,
+          reason: event.reason,
+        },
+        'usage event stored at cost 0: not in the gateway configuration',
+      );
+    }
     deps.logger.debug(
-      { topic: chunk.topic, partition: chunk.partition, next_offset: chunk.nextOffset, ...recorded },
+      {
+        topic: chunk.topic,
+        partition: chunk.partition,
+        next_offset: chunk.nextOffset,
+        written: recorded.written,
+        duplicates: recorded.duplicates,
+        unpriced: recorded.unpriced.length,
+      },
       'usage batch stored',
     );
   };

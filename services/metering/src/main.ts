@@ -1,4 +1,4 @@
-import { runOrExit } from '@gw/config';
+import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
 import { createKafka, startBatchConsumer } from '@gw/kafka';
@@ -6,19 +6,24 @@ import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from 
 import { readMeteringConfig } from './config';
 import { usageChunkHandler } from './consumer';
 import { meteringMetrics } from './metrics';
+import { PeriodUsageReader } from './period-usage';
+import { priceList } from './pricing';
+import { meteringService } from './server';
 
 void runOrExit(async () => {
   const config = readMeteringConfig();
+  const prices = priceList(await loadGatewayConfig(config.GATEWAY_CONFIG));
   const logger = createLogger('metering', config.LOG_LEVEL);
   const pool = createPool(config.DATABASE_URL, (error) =>
     logger.error({ err: error }, 'idle database connection failed'),
   );
   const metrics = await startMetricsServer('metering', config.METRICS_HOST, config.METRICS_PORT);
-  // No RPCs: the server exists for grpc.health.v1, SERVING once the consumer has joined its group.
+  // The process reports SERVING in grpc.health.v1 once the consumer has joined its group.
+  const usage = new PeriodUsageReader(pool, (error) => logger.error({ err: error }, 'usage query failed'));
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
-    services: [],
+    services: [meteringService(usage)],
     onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
     observeCall: grpcServerMetrics(metrics.registry),
   });
@@ -35,6 +40,7 @@ void runOrExit(async () => {
       consumerGroup: config.CONSUMER_GROUP,
       logger,
       metrics: meteringMetrics(metrics.registry),
+      prices,
     }),
     onCrash: (error) => {
       // A consumer that kafkajs will not restart leaves nothing to do: exit so that the process is restarted.

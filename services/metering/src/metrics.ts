@@ -5,6 +5,7 @@ export interface MeteringMetrics {
   eventsWritten: Counter;
   duplicatesIgnored: Counter;
   eventsSkipped: Counter;
+  eventsUnpriced: Counter<'reason'>;
   batchSeconds: Histogram;
 }
 
@@ -23,6 +24,12 @@ export function meteringMetrics(registry: Registry): MeteringMetrics {
     eventsSkipped: new Counter({
       name: 'metering_usage_events_skipped_total',
       help: 'Messages on the usage topic that are not a storable UsageEvent; skipped and logged.',
+      registers: [registry],
+    }),
+    eventsUnpriced: new Counter({
+      name: 'metering_usage_events_unpriced_total',
+      help: 'Live usage events stored at cost 0 because the gateway configuration does not know their model or plan.',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     batchSeconds: new Histogram({

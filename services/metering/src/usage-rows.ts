@@ -23,6 +23,18 @@ export interface UsageRow {
   endedAt: Date;
   /** First day of the UTC calendar month of endedAt, as YYYY-MM-DD: the billing period. */
   periodStart: string;
+  /** The account's plan when the request was admitted; null when the producer did not say. */
+  plan: string | null;
+  /** The allowance and overage in force when the request was admitted: they price the overage. */
+  allowanceTokens: bigint;
+  overageEnabled: boolean;
+}
+
+/** A row with its price (see pricing.ts). */
+export interface PricedRow extends UsageRow {
+  /** In 10⁻¹⁰ GBP. */
+  costGbp: bigint;
+  overageTokens: bigint;
 }
 
 /** One usage_aggregates row's increments. */
@@ -38,6 +50,9 @@ export interface AggregateDelta {
   cacheReadInputTokens: bigint;
   cacheCreationInputTokens: bigint;
   billableTokens: bigint;
+  /** In 10⁻¹⁰ GBP. */
+  costGbp: bigint;
+  overageTokens: bigint;
 }
 
 /** The ids of an event that could be decoded but not stored, for the log line that reports it. */
@@ -65,6 +80,10 @@ function outcomeName(outcome: eventsv1.Outcome): string {
   }
 }
 
+// Far beyond any request; far below what would overflow the bigint sums, or the numeric(24,10) cost at
+// any sane price. A count above it is a producer bug, refused like a negative one.
+const maxTokens = 10n ** 12n;
+
 // Timestamps PostgreSQL and Date both hold; anything outside is a producer bug, not a request.
 const earliestMs = Date.UTC(2000, 0, 1);
 const latestMs = Date.UTC(9999, 11, 31);
@@ -89,7 +108,16 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
   for (const [field, value] of Object.entries(required)) {
     if (value.length === 0) return err(`${field} is empty`);
   }
-  const texts = [event.eventId, event.accountId, event.keyId, event.model, event.poolId, event.region, event.errorType];
+  const texts = [
+    event.eventId,
+    event.accountId,
+    event.keyId,
+    event.model,
+    event.poolId,
+    event.region,
+    event.errorType,
+    event.plan,
+  ];
   if (texts.some((text) => text.includes('\u0000'))) return err('a text field contains a NUL character');
 
   let environment: UsageRow['environment'];
@@ -105,6 +133,7 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
     event.billableTokens,
   ];
   if (counts.some((count) => count < 0n)) return err('a token count is negative');
+  if (counts.some((count) => count > maxTokens)) return err('a token count is out of range');
 
   const startedAt = instant(event.startedAtUnixMs, 'started_at');
   if (!startedAt.ok) return startedAt;
@@ -130,6 +159,9 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
     startedAt: startedAt.value,
     endedAt: endedAt.value,
     periodStart: periodStartOf(endedAt.value),
+    plan: event.plan.length > 0 ? event.plan : null,
+    allowanceTokens: event.allowanceTokens,
+    overageEnabled: event.overageEnabled,
   });
 }
 
@@ -161,7 +193,7 @@ export function firstOfEachEvent(rows: readonly UsageRow[]): UsageRow[] {
  * Sums rows per aggregate key. Sorted by that key so that concurrent transactions lock aggregate
  * rows in the same order and cannot deadlock.
  */
-export function aggregateRows(rows: readonly UsageRow[]): AggregateDelta[] {
+export function aggregateRows(rows: readonly PricedRow[]): AggregateDelta[] {
   const byKey = new Map<string, AggregateDelta>();
   for (const row of rows) {
     const key = JSON.stringify([row.accountId, row.periodStart, row.environment, row.model, row.keyId]);
@@ -173,6 +205,8 @@ export function aggregateRows(rows: readonly UsageRow[]): AggregateDelta[] {
       delta.cacheReadInputTokens += row.cacheReadInputTokens;
       delta.cacheCreationInputTokens += row.cacheCreationInputTokens;
       delta.billableTokens += row.billableTokens;
+      delta.costGbp += row.costGbp;
+      delta.overageTokens += row.overageTokens;
     } else {
       byKey.set(key, {
         accountId: row.accountId,
@@ -186,6 +220,8 @@ export function aggregateRows(rows: readonly UsageRow[]): AggregateDelta[] {
         cacheReadInputTokens: row.cacheReadInputTokens,
         cacheCreationInputTokens: row.cacheCreationInputTokens,
         billableTokens: row.billableTokens,
+        costGbp: row.costGbp,
+        overageTokens: row.overageTokens,
       });
     }
   }

@@ -2,16 +2,17 @@ import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createPool } from '@gw/db';
 import type { Pool } from '@gw/db';
-import { isServing } from '@gw/grpc';
+import { createServiceClient, isServing } from '@gw/grpc';
 import { createKafka, ensureTopics, UsageEventProducer } from '@gw/kafka';
 import type { Kafka } from '@gw/kafka';
-import { commonv1, create, eventsv1, toBinary } from '@gw/proto';
+import { commonv1, create, eventsv1, meteringv1, toBinary } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 
 const repoRoot = join(__dirname, '..', '..', '..');
@@ -75,6 +76,51 @@ async function stop(child: ChildProcess): Promise<number | null> {
 const march = Date.UTC(2026, 2, 31, 23, 59, 59);
 const april = Date.UTC(2026, 3, 1, 0, 0, 1);
 
+/** Prices of the test: GBP per million tokens. */
+const gatewayYaml = `
+regions: [{ id: eu-west, jurisdiction: eu }]
+pools:
+  - { id: anthropic-eu-west, region: eu-west, adapter: anthropic, endpoints: [{ url: 'http://127.0.0.1:9' }] }
+models:
+  - alias: claude-sonnet
+    displayName: Claude Sonnet
+    createdAt: '2025-09-29T00:00:00Z'
+    pricing: { inputGbpPerMtok: 3, outputGbpPerMtok: 15 }
+    servedBy: [{ pool: anthropic-eu-west, upstreamModel: claude-sonnet }]
+  - alias: claude-haiku
+    displayName: Claude Haiku
+    createdAt: '2025-10-15T00:00:00Z'
+    pricing: { inputGbpPerMtok: 0.8, outputGbpPerMtok: 4 }
+    servedBy: [{ pool: anthropic-eu-west, upstreamModel: claude-haiku }]
+plans:
+  - id: starter
+    residency: [eu]
+    models: all
+    limits: { requestsPerMinute: 60, concurrency: 5, monthlyTokens: 1000000 }
+    overage: { enabled: false, gbpPerMtok: 0 }
+  - id: pro
+    residency: [eu]
+    models: all
+    limits: { requestsPerMinute: 600, concurrency: 20, monthlyTokens: 50000000 }
+    overage: { enabled: true, gbpPerMtok: 9 }
+`;
+
+const meteringClient = (address: string) =>
+  createServiceClient(meteringv1.MeteringService, { address, callee: 'metering', defaultTimeoutMs: 5_000 });
+
+/** A GetUsageResponse without its protobuf type names, for toEqual. */
+function plainUsage(response: meteringv1.GetUsageResponse) {
+  return {
+    billableTokens: response.billableTokens,
+    byModel: response.byModel.map(({ model, requests, billableTokens, costGbp }) => ({
+      model,
+      requests,
+      billableTokens,
+      costGbp,
+    })),
+  };
+}
+
 describe('metering service against real Kafka and PostgreSQL', () => {
   const suffix = randomBytes(4).toString('hex');
   const databaseName = `gateway_test_metering_${suffix}`;
@@ -88,6 +134,8 @@ describe('metering service against real Kafka and PostgreSQL', () => {
   let service: ChildProcess;
   let serviceOutput = '';
   let metricsUrl: string;
+  let configDir: string;
+  let metering: ReturnType<typeof meteringClient>;
 
   const usageEvent = (init: MessageInitShape<typeof eventsv1.UsageEventSchema>) =>
     create(eventsv1.UsageEventSchema, {
@@ -125,8 +173,12 @@ describe('metering service against real Kafka and PostgreSQL', () => {
     producer = new UsageEventProducer(kafka, { topic });
     await producer.connect();
 
+    configDir = mkdtempSync(join(tmpdir(), 'metering-test-'));
+    writeFileSync(join(configDir, 'gateway.yaml'), gatewayYaml);
+
     const [grpcPort, metricsPort] = [await freePort(), await freePort()];
     metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    metering = meteringClient(`127.0.0.1:${grpcPort}`);
     service = spawn(process.execPath, [join(repoRoot, 'services/metering/dist/main.js')], {
       env: {
         PATH: process.env.PATH,
@@ -137,6 +189,7 @@ describe('metering service against real Kafka and PostgreSQL', () => {
         CONSUMER_GROUP: consumerGroup,
         GRPC_PORT: String(grpcPort),
         METRICS_PORT: String(metricsPort),
+        GATEWAY_CONFIG: join(configDir, 'gateway.yaml'),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -153,6 +206,7 @@ describe('metering service against real Kafka and PostgreSQL', () => {
   }, 90_000);
 
   afterAll(async () => {
+    metering?.close();
     if (service) await stop(service);
     await producer?.disconnect();
     if (kafka) {
@@ -166,6 +220,7 @@ describe('metering service against real Kafka and PostgreSQL', () => {
       await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
       await admin.end();
     }
+    if (configDir) rmSync(configDir, { recursive: true, force: true });
   }, 60_000);
 
   it('stores each event once, aggregates per billing month, skips undecodable messages and records offsets', async () => {
@@ -219,7 +274,8 @@ describe('metering service against real Kafka and PostgreSQL', () => {
     expect(await storedEvents()).toBe(4);
 
     const stored = await pool.query(
-      `SELECT event_id, environment, outcome, error_type, period_start::text, cache_read_input_tokens::int
+      `SELECT event_id, environment, outcome, error_type, period_start::text, cache_read_input_tokens::int,
+              plan, cost_gbp::text, overage_tokens::int
          FROM usage_events WHERE event_id = $1`,
       [first.eventId],
     );
@@ -231,12 +287,16 @@ describe('metering service against real Kafka and PostgreSQL', () => {
         error_type: null,
         period_start: '2026-03-01',
         cache_read_input_tokens: 40,
+        plan: null,
+        // (100 + ceil(0.1 × 40)) × 3 + 10 × 15 = 462 GBP per million requests' tokens
+        cost_gbp: '0.0004620000',
+        overage_tokens: 0,
       },
     ]);
 
     const aggregates = await pool.query(
       `SELECT key_id, environment, period_start::text, requests::int, input_tokens::int, output_tokens::int,
-              cache_read_input_tokens::int, billable_tokens::int
+              cache_read_input_tokens::int, billable_tokens::int, cost_gbp::text, overage_tokens::int
          FROM usage_aggregates WHERE account_id = $1 ORDER BY period_start, key_id`,
       [`acct_${suffix}`],
     );
@@ -250,6 +310,9 @@ describe('metering service against real Kafka and PostgreSQL', () => {
         output_tokens: 15,
         cache_read_input_tokens: 40,
         billable_tokens: 124,
+        // 462 + 5 × 3 + 5 × 15
+        cost_gbp: '0.0005520000',
+        overage_tokens: 0,
       },
       {
         key_id: 'key_test',
@@ -260,6 +323,8 @@ describe('metering service against real Kafka and PostgreSQL', () => {
         output_tokens: 10,
         cache_read_input_tokens: 0,
         billable_tokens: 0,
+        cost_gbp: '0.0000000000',
+        overage_tokens: 0,
       },
       {
         key_id: 'key_live',
@@ -270,6 +335,8 @@ describe('metering service against real Kafka and PostgreSQL', () => {
         output_tokens: 10,
         cache_read_input_tokens: 0,
         billable_tokens: 110,
+        cost_gbp: '0.0004500000',
+        overage_tokens: 0,
       },
     ]);
 
@@ -279,6 +346,148 @@ describe('metering service against real Kafka and PostgreSQL', () => {
     expect(metrics).toMatch(/^metering_usage_events_skipped_total\{[^}]*\} 2$/m);
     expect(serviceOutput).toContain('usage message skipped');
     expect(service.exitCode).toBeNull();
+  }, 60_000);
+
+  it('prices each new event in order: overage past the allowance, test traffic free, unknown model or plan at 0', async () => {
+    const pro = `acct_${suffix}_pro`;
+    const misc = `acct_${suffix}_misc`;
+    const proEvent = (eventId: string, init: MessageInitShape<typeof eventsv1.UsageEventSchema>) =>
+      usageEvent({
+        eventId: `req_${suffix}_${eventId}`,
+        accountId: pro,
+        model: 'claude-haiku',
+        plan: 'pro',
+        allowanceTokens: 1000n,
+        overageEnabled: true,
+        ...init,
+      });
+    const sendTogether = async (events: eventsv1.UsageEvent[]) => {
+      // One produce request: the events reach the partition in this order, most likely in one chunk.
+      const raw = kafka.producer();
+      await raw.connect();
+      await raw.send({
+        topic,
+        messages: events.map((event) => ({
+          key: event.accountId,
+          value: Buffer.from(toBinary(eventsv1.UsageEventSchema, event)),
+        })),
+      });
+      await raw.disconnect();
+    };
+    const costs = async (accountId: string) =>
+      (
+        await pool.query<{ event_id: string; plan: string | null; cost_gbp: string; overage_tokens: number }>(
+          `SELECT event_id, plan, cost_gbp::text, overage_tokens::int FROM usage_events
+            WHERE account_id = $1 ORDER BY event_id`,
+          [accountId],
+        )
+      ).rows;
+
+    // 600 of an allowance of 1000: no overage. Stored before the next ones, so their "before" starts
+    // from the aggregates.
+    const o1 = proEvent('o1', { inputTokens: 500n, outputTokens: 100n, billableTokens: 600n });
+    await producer.send(o1);
+    await eventually('the first pro event', 30_000, async () => ((await costs(pro)).length === 1 ? true : undefined));
+
+    // 600 more: 200 past the allowance; then 302 (200 + ceil(1.5) + ceil(100)), all past it. A producer
+    // retry of o2 and a test request in between count for nothing.
+    const o2 = proEvent('o2', { inputTokens: 500n, outputTokens: 100n, billableTokens: 600n });
+    const t1 = proEvent('t1', {
+      keyId: 'key_test',
+      environment: commonv1.Environment.TEST,
+      inputTokens: 100_000n,
+      billableTokens: 0n,
+    });
+    const o3 = proEvent('o3', {
+      inputTokens: 200n,
+      cacheReadInputTokens: 15n,
+      cacheCreationInputTokens: 80n,
+      outputTokens: 0n,
+      billableTokens: 302n,
+    });
+    await sendTogether([o2, t1, o2, o3]);
+
+    // Unknown model, then an unknown plan with overage (its 110 tokens are past an allowance of 100
+    // after u1's 110), then a known plan without overage: recorded all the same.
+    const u = (eventId: string, init: MessageInitShape<typeof eventsv1.UsageEventSchema>) =>
+      usageEvent({ eventId: `req_${suffix}_${eventId}`, accountId: misc, allowanceTokens: 100n, ...init });
+    await sendTogether([
+      u('u1', { model: 'claude-mystery', plan: 'starter' }),
+      u('u2', { model: 'claude-haiku', plan: 'enterprise', overageEnabled: true }),
+      u('u3', { model: 'claude-haiku', plan: 'starter' }),
+    ]);
+
+    await eventually('every pro and misc event', 30_000, async () =>
+      (await costs(pro)).length === 4 && (await costs(misc)).length === 3 ? true : undefined,
+    );
+    expect(await costs(pro)).toEqual([
+      // 500 × 0.8 + 100 × 4
+      { event_id: o1.eventId, plan: 'pro', cost_gbp: '0.0008000000', overage_tokens: 0 },
+      // 800 + 200 × 9
+      { event_id: o2.eventId, plan: 'pro', cost_gbp: '0.0026000000', overage_tokens: 200 },
+      // 302 × 0.8 + 302 × 9
+      { event_id: o3.eventId, plan: 'pro', cost_gbp: '0.0029596000', overage_tokens: 302 },
+      { event_id: t1.eventId, plan: 'pro', cost_gbp: '0.0000000000', overage_tokens: 0 },
+    ]);
+    expect(await costs(misc)).toEqual([
+      { event_id: `req_${suffix}_u1`, plan: 'starter', cost_gbp: '0.0000000000', overage_tokens: 0 },
+      { event_id: `req_${suffix}_u2`, plan: 'enterprise', cost_gbp: '0.0000000000', overage_tokens: 110 },
+      // 100 × 0.8 + 10 × 4; over the allowance, but without overage
+      { event_id: `req_${suffix}_u3`, plan: 'starter', cost_gbp: '0.0001200000', overage_tokens: 0 },
+    ]);
+
+    const aggregates = await pool.query(
+      `SELECT environment, requests::int, billable_tokens::int, cost_gbp::text, overage_tokens::int
+         FROM usage_aggregates WHERE account_id = $1 ORDER BY environment`,
+      [pro],
+    );
+    expect(aggregates.rows).toEqual([
+      { environment: 'live', requests: 3, billable_tokens: 1502, cost_gbp: '0.0063596000', overage_tokens: 502 },
+      { environment: 'test', requests: 1, billable_tokens: 0, cost_gbp: '0.0000000000', overage_tokens: 0 },
+    ]);
+
+    const usage = async (accountId: string, environment = commonv1.Environment.LIVE) => {
+      const result = await metering.getUsage({ accountId, periodStart: '2026-03-01', environment });
+      if (!result.ok) throw new Error(`GetUsage failed: ${result.error.type}: ${result.error.message}`);
+      return plainUsage(result.value);
+    };
+    expect(await usage(pro)).toEqual({
+      billableTokens: 1502n,
+      byModel: [{ model: 'claude-haiku', requests: 3n, billableTokens: 1502n, costGbp: '0.0063596000' }],
+    });
+    expect(await usage(pro, commonv1.Environment.TEST)).toEqual({
+      billableTokens: 0n,
+      byModel: [{ model: 'claude-haiku', requests: 1n, billableTokens: 0n, costGbp: '0.0000000000' }],
+    });
+    expect(await usage(misc)).toEqual({
+      billableTokens: 330n,
+      byModel: [
+        { model: 'claude-haiku', requests: 2n, billableTokens: 220n, costGbp: '0.0001200000' },
+        { model: 'claude-mystery', requests: 1n, billableTokens: 110n, costGbp: '0.0000000000' },
+      ],
+    });
+    expect(await usage(`acct_${suffix}`)).toEqual({
+      billableTokens: 124n,
+      byModel: [{ model: 'claude-sonnet', requests: 2n, billableTokens: 124n, costGbp: '0.0005520000' }],
+    });
+    expect(await usage(`acct_${suffix}_nobody`)).toEqual({ billableTokens: 0n, byModel: [] });
+
+    const refused = await metering.getUsage({
+      accountId: pro,
+      periodStart: '2026-03-15',
+      environment: commonv1.Environment.LIVE,
+    });
+    expect(refused).toMatchObject({ ok: false, error: { type: 'invalid_request_error' } });
+
+    const metrics = await (await fetch(metricsUrl)).text();
+    expect(metrics).toMatch(/^metering_usage_events_unpriced_total\{[^}]*reason="unknown_model"[^}]*\} 1$/m);
+    expect(metrics).toMatch(/^metering_usage_events_unpriced_total\{[^}]*reason="unknown_plan"[^}]*\} 1$/m);
+    expect(metrics).toMatch(/^metering_usage_events_duplicate_total\{[^}]*\} 3$/m);
+    expect(metrics).toMatch(
+      /^gateway_grpc_server_handled_total\{[^}]*grpc_method="GetUsage"[^}]*grpc_code="INVALID_ARGUMENT"[^}]*\} 1$/m,
+    );
+    expect(serviceOutput).toContain('usage event stored at cost 0');
+    expect(serviceOutput).toContain(`"event_id":"req_${suffix}_u1"`);
   }, 60_000);
 
   it('leaves its group and exits with 0 on SIGTERM', async () => {

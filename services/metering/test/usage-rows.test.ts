@@ -1,7 +1,7 @@
 import { commonv1, create, eventsv1, toBinary } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { aggregateRows, decodeUsageRow, firstOfEachEvent, periodStartOf, toUsageRow } from '../src/usage-rows';
-import type { UsageRow } from '../src/usage-rows';
+import type { PricedRow, UsageRow } from '../src/usage-rows';
 
 const endOfMarch = Date.UTC(2026, 2, 31, 23, 59, 59, 999);
 
@@ -23,6 +23,9 @@ function usageEvent(init: MessageInitShape<typeof eventsv1.UsageEventSchema> = {
     startedAtUnixMs: BigInt(endOfMarch - 1500),
     endedAtUnixMs: BigInt(endOfMarch),
     streamed: true,
+    plan: 'pro',
+    allowanceTokens: 1000n,
+    overageEnabled: true,
     ...init,
   });
 }
@@ -31,6 +34,12 @@ function row(init: MessageInitShape<typeof eventsv1.UsageEventSchema> = {}): Usa
   const result = toUsageRow(usageEvent(init));
   if (!result.ok) throw new Error(result.error);
   return result.value;
+}
+
+/** A row priced at one ten-thousandth of a penny per billable token, with no overage. */
+function priced(init: MessageInitShape<typeof eventsv1.UsageEventSchema> = {}, overageTokens = 0n): PricedRow {
+  const base = row(init);
+  return { ...base, costGbp: base.billableTokens * 10_000n, overageTokens };
 }
 
 describe('periodStartOf', () => {
@@ -68,6 +77,17 @@ describe('toUsageRow', () => {
       startedAt: new Date(endOfMarch - 1500),
       endedAt: new Date(endOfMarch),
       periodStart: '2026-03-01',
+      plan: 'pro',
+      allowanceTokens: 1000n,
+      overageEnabled: true,
+    });
+  });
+
+  it('keeps no plan as null, and the allowance and overage of an event from before they existed', () => {
+    expect(row({ plan: '', allowanceTokens: 0n, overageEnabled: false })).toMatchObject({
+      plan: null,
+      allowanceTokens: 0n,
+      overageEnabled: false,
     });
   });
 
@@ -92,7 +112,9 @@ describe('toUsageRow', () => {
       'environment is not live or test',
     ],
     ['a NUL character', { model: 'claude\u0000' }, 'a text field contains a NUL character'],
+    ['a NUL character in the plan', { plan: 'pro\u0000' }, 'a text field contains a NUL character'],
     ['a negative count', { outputTokens: -1n }, 'a token count is negative'],
+    ['an impossible count', { cacheReadInputTokens: 10n ** 12n + 1n }, 'a token count is out of range'],
     ['no end time', { endedAtUnixMs: 0n }, 'ended_at is out of range'],
     ['an end time past year 9999', { endedAtUnixMs: 300_000_000_000_000n }, 'ended_at is out of range'],
   ])('refuses %s', (_case, init, reason) => {
@@ -136,11 +158,11 @@ describe('firstOfEachEvent', () => {
 });
 
 describe('aggregateRows', () => {
-  it('sums requests and tokens per account, period, environment, model and key', () => {
-    const march = row({ eventId: 'a' });
-    const marchAgain = row({ eventId: 'b', inputTokens: 1n, outputTokens: 2n, billableTokens: 3n });
-    const april = row({ eventId: 'c', endedAtUnixMs: BigInt(Date.UTC(2026, 3, 1)) });
-    const otherKey = row({ eventId: 'd', keyId: 'key_2' });
+  it('sums requests, tokens, cost and overage per account, period, environment, model and key', () => {
+    const march = priced({ eventId: 'a' });
+    const marchAgain = priced({ eventId: 'b', inputTokens: 1n, outputTokens: 2n, billableTokens: 3n }, 3n);
+    const april = priced({ eventId: 'c', endedAtUnixMs: BigInt(Date.UTC(2026, 3, 1)) });
+    const otherKey = priced({ eventId: 'd', keyId: 'key_2' });
     const deltas = aggregateRows([march, april, marchAgain, otherKey]);
     expect(deltas).toHaveLength(3);
     expect(deltas).toContainEqual({
@@ -155,6 +177,8 @@ describe('aggregateRows', () => {
       cacheReadInputTokens: 20n,
       cacheCreationInputTokens: 8n,
       billableTokens: 129n,
+      costGbp: 1_290_000n,
+      overageTokens: 3n,
     });
     expect(deltas).toContainEqual(expect.objectContaining({ periodStart: '2026-04-01', requests: 1n }));
     expect(deltas).toContainEqual(expect.objectContaining({ keyId: 'key_2', requests: 1n }));
@@ -162,9 +186,9 @@ describe('aggregateRows', () => {
 
   it('returns the same order whatever the order of the rows', () => {
     const rows = [
-      row({ eventId: 'a', accountId: 'acct_b' }),
-      row({ eventId: 'b', accountId: 'acct_a', model: 'z' }),
-      row({ eventId: 'c', accountId: 'acct_a', model: 'y' }),
+      priced({ eventId: 'a', accountId: 'acct_b' }),
+      priced({ eventId: 'b', accountId: 'acct_a', model: 'z' }),
+      priced({ eventId: 'c', accountId: 'acct_a', model: 'y' }),
     ];
     const keys = (deltas: ReturnType<typeof aggregateRows>) => deltas.map((d) => `${d.accountId}/${d.model}`);
     expect(keys(aggregateRows(rows))).toEqual(keys(aggregateRows([...rows].reverse())));

@@ -21,6 +21,7 @@ export interface Caller {
 export interface Lease {
   leaseId: string;
   window: RateLimitWindow;
+  limits: EffectiveLimits;
 }
 
 type Reply = [number, number, number, number];
@@ -125,13 +126,13 @@ export class Limits {
     return this.decide(reply, limits.value, leaseId);
   }
 
-  async peek(caller: Caller): Promise<Result<RateLimitWindow>> {
+  async peek(caller: Caller): Promise<Result<{ window: RateLimitWindow; limits: EffectiveLimits }>> {
     const limits = this.limitsOf(caller);
     if (!limits.ok) return limits;
     try {
       const [count, resetUnixMs] = await this.scripts.gwPeek(keysOf(caller.accountId, caller.environment, '').rpm);
       const limit = limits.value.requestsPerMinute;
-      return ok({ limit, remaining: Math.max(0, limit - count), resetUnixMs });
+      return ok({ window: { limit, remaining: Math.max(0, limit - count), resetUnixMs }, limits: limits.value });
     } catch {
       return err(unavailable());
     }
@@ -154,7 +155,7 @@ export class Limits {
     const refuse = (error: GatewayError) => err({ ...error, rateLimit: window });
     switch (outcome) {
       case admission.admitted:
-        return ok({ leaseId, window });
+        return ok({ leaseId, window, limits });
       case admission.perMinuteFull:
         return refuse(
           gatewayError(

@@ -2,6 +2,7 @@ import { registration } from '@gw/grpc';
 import { commonv1, quotav1 } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import type { EffectiveLimits } from './effective-limits';
 import type { Caller, Environment, Limits } from './limits';
 
 function environmentOf(value: commonv1.Environment): Result<Environment> {
@@ -28,6 +29,14 @@ const windowMessage = (window: { limit: number; remaining: number; resetUnixMs: 
   resetUnixMs: BigInt(window.resetUnixMs),
 });
 
+const limitsMessage = (limits: EffectiveLimits) => ({
+  requestsPerMinute: BigInt(limits.requestsPerMinute),
+  concurrency: BigInt(limits.concurrency),
+  monthlyTokens: BigInt(limits.monthlyTokens),
+  overage: limits.overage,
+  hardCeilingTokens: BigInt(limits.hardCeilingTokens),
+});
+
 const unavailable = () =>
   err(
     gatewayError('overloaded_error', 'The gateway cannot reach its limits store. Retry with exponential backoff.', {
@@ -46,13 +55,16 @@ export function quotaService(limits: Limits) {
         leaseId: lease.value.leaseId,
         leaseTtlMs: BigInt(limits.leaseTtlMs),
         window: windowMessage(lease.value.window),
+        limits: limitsMessage(lease.value.limits),
       });
     },
     async peek(request) {
       const caller = callerOf(request.key);
       if (!caller.ok) return caller;
-      const window = await limits.peek(caller.value);
-      return window.ok ? ok({ window: windowMessage(window.value) }) : window;
+      const peeked = await limits.peek(caller.value);
+      return peeked.ok
+        ? ok({ window: windowMessage(peeked.value.window), limits: limitsMessage(peeked.value.limits) })
+        : peeked;
     },
     async renew(request) {
       const environment = environmentOf(request.environment);

@@ -88,8 +88,8 @@ describe('Limits against real Redis and PostgreSQL', () => {
       ok: false,
       error: expect.objectContaining({ type: 'rate_limit_error', retryAfterMs: 1000 }),
     });
-    const window = await limits.peek(who);
-    expect(window.ok && window.value.remaining).toBe(plan.limits.requestsPerMinute - plan.limits.concurrency);
+    const peeked = await limits.peek(who);
+    expect(peeked.ok && peeked.value.window.remaining).toBe(plan.limits.requestsPerMinute - plan.limits.concurrency);
     expect(await limits.renew(who.accountId, 'test', leases[0]!.leaseId)).toBe(true);
     await limits.release(who.accountId, 'test', leases[0]!.leaseId, 0);
     expect(await limits.renew(who.accountId, 'test', leases[0]!.leaseId)).toBe(false);

@@ -1,0 +1,284 @@
+import { appendFile, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { create, eventsv1, toBinary } from '@gw/proto';
+import { DurableUsagePublisher, SpoolFullError, SpoolLockedError } from '../src';
+import type { DurableUsagePublisherOptions, KafkaLogLevel, UsageEvent, UsageEventPublisher } from '../src';
+import { encodeRecord, segmentFileName } from '../src/spool-format';
+
+/**
+ * Stands in for the Kafka producer. `up`: every send is acknowledged; `down`: every send and
+ * connect rejects; `hold`: sends wait until the test settles them.
+ */
+class FakeSink implements UsageEventPublisher {
+  mode: 'up' | 'down' | 'hold' = 'up';
+  readonly delivered: string[] = [];
+  readonly held: { event: UsageEvent; settle: (error?: Error) => void }[] = [];
+  attempts = 0;
+  connectAttempts = 0;
+  disconnected = false;
+
+  async connect(): Promise<void> {
+    this.connectAttempts += 1;
+    if (this.mode === 'down') throw new Error('broker unreachable');
+  }
+
+  send(event: UsageEvent): Promise<void> {
+    this.attempts += 1;
+    if (this.mode === 'down') return Promise.reject(new Error('broker unreachable'));
+    if (this.mode === 'up') {
+      this.delivered.push(event.eventId);
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      this.held.push({
+        event,
+        settle: (error) => {
+          if (error) return reject(error);
+          this.delivered.push(event.eventId);
+          resolve();
+        },
+      });
+    });
+  }
+
+  async disconnect(): Promise<void> {
+    this.disconnected = true;
+  }
+}
+
+const usageEvent = (eventId: string) =>
+  create(eventsv1.UsageEventSchema, { eventId, accountId: 'acct_1', model: 'claude-sonnet', inputTokens: 12n });
+
+const recordBytes = (event: UsageEvent) => encodeRecord(toBinary(eventsv1.UsageEventSchema, event)).length;
+
+const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, index) => `${prefix}_${index + 1}`);
+
+/** Polls until check passes, or fails after timeoutMs. */
+async function eventually(check: () => void | Promise<void>, timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}
+
+const segmentFiles = async (dir: string) => (await readdir(dir)).filter((name) => name.endsWith('.spool')).sort();
+
+describe('DurableUsagePublisher', () => {
+  let dir: string;
+  const open: DurableUsagePublisher[] = [];
+  const logs: { level: KafkaLogLevel; message: string; fields: Record<string, unknown> }[] = [];
+
+  async function publisher(sink: UsageEventPublisher, options: Partial<DurableUsagePublisherOptions> = {}) {
+    const created = new DurableUsagePublisher(sink, {
+      dir,
+      retryInitialMs: 5,
+      retryMaxMs: 20,
+      stopTimeoutMs: 200,
+      log: (level, message, fields) => logs.push({ level, message, fields }),
+      ...options,
+    });
+    await created.connect();
+    open.push(created);
+    return created;
+  }
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'durable-publisher-'));
+    logs.length = 0;
+  });
+
+  afterEach(async () => {
+    for (const created of open.splice(0)) await created.disconnect();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('delivers what it was sent, in order, and leaves an empty spool behind', async () => {
+    const sink = new FakeSink();
+    const spool = await publisher(sink);
+    const sent = ids('evt', 50);
+    await Promise.all(sent.map((id) => spool.send(usageEvent(id))));
+    await eventually(() => expect(sink.delivered).toEqual(sent));
+    await eventually(() => expect(spool.depth()).toEqual({ events: 0, bytes: 0 }));
+    await spool.disconnect();
+    expect(sink.disconnected).toBe(true);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('resolves send() once the event is on disk, before Kafka has it', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'hold';
+    const spool = await publisher(sink);
+    await spool.send(usageEvent('evt_1'));
+    expect(sink.delivered).toEqual([]);
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(1)]);
+    // Another instance cannot open the directory while this one holds it…
+    await expect(publisher(new FakeSink())).rejects.toBeInstanceOf(SpoolLockedError);
+    // …and after this one stops, the held event is still there.
+    await spool.disconnect();
+    const next = new FakeSink();
+    await publisher(next);
+    await eventually(() => expect(next.delivered).toEqual(['evt_1']));
+  });
+
+  it('keeps accepting events while Kafka is down and delivers them when it returns', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'down';
+    const spool = await publisher(sink);
+    const sent = ids('evt', 20);
+    await Promise.all(sent.map((id) => spool.send(usageEvent(id))));
+    // Retried with backoff, without holding send() back.
+    await eventually(() => expect(sink.connectAttempts).toBeGreaterThan(3));
+    expect(spool.depth().events).toBe(20);
+    expect(logs.filter((line) => line.level === 'warn' && /Kafka unavailable/.test(line.message))).toHaveLength(1);
+    sink.mode = 'up';
+    await eventually(() => expect(spool.depth()).toEqual({ events: 0, bytes: 0 }));
+    expect(sink.delivered).toEqual(sent);
+    expect(logs.some((line) => /accepts events again/.test(line.message))).toBe(true);
+  });
+
+  it('replays the undelivered events of an earlier run first, in order', async () => {
+    const down = new FakeSink();
+    down.mode = 'down';
+    // Small segments: the earlier run's events span several files.
+    const first = await publisher(down, { segmentBytes: 200 });
+    const earlier = ids('old', 12);
+    for (const id of earlier) await first.send(usageEvent(id));
+    await first.disconnect();
+    expect((await segmentFiles(dir)).length).toBeGreaterThan(2);
+
+    const sink = new FakeSink();
+    sink.mode = 'hold';
+    const second = await publisher(sink, { segmentBytes: 200, drainBatchEvents: 5 });
+    expect(second.depth().events).toBe(12);
+    await second.send(usageEvent('new_1'));
+    await second.send(usageEvent('new_2'));
+    sink.mode = 'up';
+    for (const held of sink.held.splice(0)) held.settle();
+    await eventually(() => expect(sink.delivered).toEqual([...earlier, 'new_1', 'new_2']));
+    // Files of the earlier run were never appended to; a new one took the new events.
+    await eventually(() => expect(second.depth()).toEqual({ events: 0, bytes: 0 }));
+  });
+
+  it('skips a torn last record left by a crash without failing', async () => {
+    const down = new FakeSink();
+    down.mode = 'down';
+    const first = await publisher(down);
+    for (const id of ids('evt', 3)) await first.send(usageEvent(id));
+    await first.disconnect();
+    // A crash in the middle of the next append: a header and part of a payload.
+    const torn = encodeRecord(toBinary(eventsv1.UsageEventSchema, usageEvent('evt_torn'))).subarray(0, 13);
+    await appendFile(join(dir, segmentFileName(1)), torn);
+
+    const sink = new FakeSink();
+    const second = await publisher(sink);
+    await eventually(() => expect(sink.delivered).toEqual(['evt_1', 'evt_2', 'evt_3']));
+    expect(logs).toContainEqual(
+      expect.objectContaining({ level: 'warn', fields: expect.objectContaining({ skipped_bytes: 13, events: 3 }) }),
+    );
+    await eventually(() => expect(second.depth()).toEqual({ events: 0, bytes: 0 }));
+    await eventually(async () => expect(await segmentFiles(dir)).not.toContain(segmentFileName(1)));
+  });
+
+  it('replays the spool of a process that stopped without disconnecting (stale lock)', async () => {
+    const down = new FakeSink();
+    down.mode = 'down';
+    const first = await publisher(down);
+    await first.send(usageEvent('evt_1'));
+    await first.disconnect();
+    // What a killed process leaves: its lock file, naming a process that no longer runs.
+    await writeFile(join(dir, 'LOCK'), '2147483646\n');
+    const sink = new FakeSink();
+    await publisher(sink);
+    await eventually(() => expect(sink.delivered).toEqual(['evt_1']));
+  });
+
+  it('deletes a segment only once every event in it is acknowledged', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'hold';
+    const size = recordBytes(usageEvent('evt_1'));
+    // Two records per segment, one event per delivery.
+    const spool = await publisher(sink, { segmentBytes: 8 + 2 * size, drainBatchEvents: 1 });
+    for (const id of ids('evt', 5)) await spool.send(usageEvent(id));
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(1), segmentFileName(2), segmentFileName(3)]);
+
+    await eventually(() => expect(sink.held).toHaveLength(1));
+    sink.held.shift()!.settle();
+    await eventually(() => expect(sink.held).toHaveLength(1));
+    expect(await segmentFiles(dir)).toContain(segmentFileName(1));
+    expect(spool.depth()).toEqual({ events: 4, bytes: 4 * size });
+
+    // A failed delivery moves nothing: the same event is offered again.
+    sink.held.shift()!.settle(new Error('not leader'));
+    await eventually(() => expect(sink.held.map((held) => held.event.eventId)).toEqual(['evt_2']));
+    expect(await segmentFiles(dir)).toContain(segmentFileName(1));
+
+    sink.held.shift()!.settle();
+    await eventually(async () => expect(await segmentFiles(dir)).toEqual([segmentFileName(2), segmentFileName(3)]));
+    expect(spool.depth()).toEqual({ events: 3, bytes: 3 * size });
+  });
+
+  it('refuses events past the size cap with SpoolFullError, and takes them again once drained', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'down';
+    const size = recordBytes(usageEvent('evt_1'));
+    const spool = await publisher(sink, { maxBytes: 3 * size, headroomBytes: size });
+    await spool.send(usageEvent('evt_1'));
+    expect(spool.isFull()).toBe(false);
+    await spool.send(usageEvent('evt_2'));
+    // One record of headroom left: new work is refused before send() has to refuse.
+    expect(spool.isFull()).toBe(true);
+    await spool.send(usageEvent('evt_3'));
+    const refused = spool.send(usageEvent('evt_4'));
+    await expect(refused).rejects.toBeInstanceOf(SpoolFullError);
+    await expect(refused).rejects.toMatchObject({ pendingBytes: 3 * size, maxBytes: 3 * size });
+    expect(spool.depth()).toEqual({ events: 3, bytes: 3 * size });
+
+    sink.mode = 'up';
+    await eventually(() => expect(spool.depth()).toEqual({ events: 0, bytes: 0 }));
+    expect(spool.isFull()).toBe(false);
+    await spool.send(usageEvent('evt_5'));
+    await eventually(() => expect(sink.delivered).toEqual(['evt_1', 'evt_2', 'evt_3', 'evt_5']));
+  });
+
+  it('counts queued, written and in-flight events in its depth', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'hold';
+    const spool = await publisher(sink, { flushIntervalMs: 50 });
+    const events = ids('evt', 3).map(usageEvent);
+    const sends = events.map((event) => spool.send(event));
+    const total = events.reduce((sum, event) => sum + recordBytes(event), 0);
+    // Still in the write queue.
+    expect(spool.depth()).toEqual({ events: 3, bytes: total });
+    await Promise.all(sends);
+    await eventually(() => expect(sink.held).toHaveLength(3));
+    expect(spool.depth()).toEqual({ events: 3, bytes: total });
+    for (const held of sink.held.splice(0)) held.settle();
+    await eventually(() => expect(spool.depth()).toEqual({ events: 0, bytes: 0 }));
+  });
+
+  it('stops within its time limit when a delivery hangs, keeping the events for the next start', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'hold';
+    const spool = await publisher(sink, { stopTimeoutMs: 50 });
+    await spool.send(usageEvent('evt_1'));
+    await eventually(() => expect(sink.held).toHaveLength(1));
+    const started = Date.now();
+    await spool.disconnect();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await expect(spool.send(usageEvent('evt_2'))).rejects.toThrow('not open');
+    // The hung delivery finishing late must not touch the spool any more.
+    sink.held.shift()!.settle();
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(1)]);
+
+    const next = new FakeSink();
+    await publisher(next);
+    await eventually(() => expect(next.delivered).toEqual(['evt_1']));
+  });
+});

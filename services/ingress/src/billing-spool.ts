@@ -1,0 +1,63 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DurableUsagePublisher, SpoolFullError, UsageEventProducer } from '@gw/kafka';
+import type { Kafka, UsageEvent } from '@gw/kafka';
+import { Gauge } from '@gw/telemetry';
+import type { Logger, Registry } from '@gw/telemetry';
+import type { IngressConfig } from './config';
+
+/**
+ * USAGE_SPOOL_DIR, else a directory per HTTP port under the system temp directory, so that two
+ * ingresses on one machine never share a spool. In Kubernetes set it to a mounted volume: the
+ * container's own file system does not survive a container restart.
+ */
+export function usageSpoolDir(config: Pick<IngressConfig, 'USAGE_SPOOL_DIR' | 'HTTP_PORT'>): string {
+  return config.USAGE_SPOOL_DIR ?? join(tmpdir(), `gateway-usage-spool-${config.HTTP_PORT}`);
+}
+
+/** Usage events go to a local durable spool first, then to Kafka. */
+export function createUsagePublisher(kafka: Kafka, config: IngressConfig, logger: Logger): DurableUsagePublisher {
+  const log = logger.child({ component: 'usage-spool' });
+  return new DurableUsagePublisher(new UsageEventProducer(kafka, { topic: config.USAGE_TOPIC }), {
+    dir: usageSpoolDir(config),
+    maxBytes: config.USAGE_SPOOL_MAX_BYTES,
+    log: (level, message, fields) => log[level](fields, message),
+  });
+}
+
+/** An event the spool did not take: logged by ids, never by content. */
+export function logUsageNotRecorded(
+  logger: Logger,
+  event: Partial<Pick<UsageEvent, 'eventId' | 'accountId' | 'keyId'>>,
+  error: unknown,
+): void {
+  const ids = { request_id: event.eventId, account_id: event.accountId, key_id: event.keyId };
+  if (error instanceof SpoolFullError) {
+    logger.error(
+      { ...ids, pending_bytes: error.pendingBytes, max_bytes: error.maxBytes },
+      'usage spool full: usage event not recorded',
+    );
+  } else {
+    logger.error({ ...ids, err: error }, 'usage event not recorded');
+  }
+}
+
+/** Depth of the spool, read at each scrape. */
+export function registerUsageSpoolMetrics(registry: Registry, publisher: Pick<DurableUsagePublisher, 'depth'>): void {
+  new Gauge({
+    name: 'gateway_usage_spool_events',
+    help: 'Usage events kept in the local spool that Kafka has not acknowledged yet.',
+    registers: [registry],
+    collect() {
+      this.set(publisher.depth().events);
+    },
+  });
+  new Gauge({
+    name: 'gateway_usage_spool_bytes',
+    help: 'Bytes of the usage events Kafka has not acknowledged yet; USAGE_SPOOL_MAX_BYTES caps it.',
+    registers: [registry],
+    collect() {
+      this.set(publisher.depth().bytes);
+    },
+  });
+}

@@ -1,0 +1,32 @@
+import { registration } from '@gw/grpc';
+import { commonv1, meteringv1 } from '@gw/proto';
+import { err, gatewayError, ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import type { PeriodUsageQuery, PeriodUsageReader } from './period-usage';
+
+/** The request as a query, or invalid_request_error naming the field. */
+export function periodUsageQuery(request: meteringv1.GetUsageRequest): Result<PeriodUsageQuery> {
+  if (request.accountId.length === 0) return err(gatewayError('invalid_request_error', 'account_id: required.'));
+  const start = /^(\d{4})-(\d{2})-01$/.exec(request.periodStart);
+  const [year, month] = start ? [Number(start[1]), Number(start[2])] : [0, 0];
+  if (year < 1 || month < 1 || month > 12) {
+    return err(
+      gatewayError('invalid_request_error', 'period_start: expected the first day of a month, as YYYY-MM-DD.'),
+    );
+  }
+  let environment: PeriodUsageQuery['environment'];
+  if (request.environment === commonv1.Environment.LIVE) environment = 'live';
+  else if (request.environment === commonv1.Environment.TEST) environment = 'test';
+  else return err(gatewayError('invalid_request_error', 'environment: expected live or test.'));
+  return ok({ accountId: request.accountId, periodStart: request.periodStart, environment });
+}
+
+export function meteringService(usage: PeriodUsageReader) {
+  return registration(meteringv1.MeteringService, {
+    async getUsage(request) {
+      const query = periodUsageQuery(request);
+      if (!query.ok) return query;
+      return usage.read(query.value);
+    },
+  });
+}
