@@ -49,13 +49,13 @@ test: lint
 bench: bench-quota
 
 bench-quota: build
-	pnpm exec tsc -b services/quota/bench
+	pnpm exec tsc -b bench/quota
 	@if [ -z "$${DATABASE_URL:-}" ]; then \
 	  for env in .local/test-infra/infra.env .local/infra.env; do \
 	    if [ -f "$$env" ]; then set -a; source "$$env"; set +a; break; fi; \
 	  done; \
 	fi; \
-	node services/quota/bench/dist/main.js
+	node bench/quota/dist/main.js
 
 clean:
-	rm -rf node_modules */*/node_modules */*/dist services/quota/bench/dist packages/proto/src/gen
+	rm -rf node_modules */*/node_modules */*/dist packages/proto/src/gen

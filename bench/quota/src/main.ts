@@ -10,10 +10,9 @@ import { createPool, migrateUp } from '@gw/db';
 import { createServiceClient } from '@gw/grpc';
 import type { MethodsOf, ServiceClient } from '@gw/grpc';
 import { commonv1, quotav1 } from '@gw/proto';
-// The quota service's own compiled modules. This file compiles to services/quota/bench/dist, so the
-// same relative path reaches services/quota/dist from src (types) and from dist (at run time).
-import { UsageLedger } from '../../dist/ledger';
-import { Limits } from '../../dist/limits';
+// The quota service's own modules, measured as they run in the service.
+import { UsageLedger } from '@gw/quota/dist/ledger';
+import { Limits } from '@gw/quota/dist/limits';
 import { measure, tableHeader, tableRow } from './measure';
 import type { Bounds, CaseResult, DecisionTarget } from './measure';
 import { startQuotaProcess } from './quota-process';

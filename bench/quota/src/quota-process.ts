@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-/** The compiled quota service: bench/dist and services/quota/dist are siblings' children. */
-const quotaMain = join(__dirname, '..', '..', 'dist', 'main.js');
+/** The compiled quota service, found through the workspace dependency on @gw/quota. */
+const quotaMain = require.resolve('@gw/quota/dist/main.js');
 
 export interface QuotaProcess {
   /** 127.0.0.1:<port> of its gRPC server. */
