@@ -65,7 +65,7 @@ describe('make up and make down', () => {
       GW_DEMO_ACCOUNT: expect.stringMatching(/^acct_/),
       GW_DEMO_TEST_KEY: expect.stringMatching(/^gw_test_[A-Za-z0-9]{32}$/),
       GW_DEMO_LIVE_KEY: expect.stringMatching(/^gw_live_[A-Za-z0-9]{32}$/),
-      GW_SIM_URLS: `http://127.0.0.1:${ports.sim.eu},http://127.0.0.1:${ports.sim.uk}`,
+      GW_SIM_URLS: `http://127.0.0.1:${ports.sim.eu},http://127.0.0.1:${ports.sim.uk},http://127.0.0.1:${ports.sim.openaiEu}`,
     });
     expect(first.stdout).toContain(stack.GW_DEMO_LIVE_KEY);
 
@@ -89,6 +89,7 @@ describe('make up and make down', () => {
       ...Object.values(ports.metrics),
       ports.sim.eu,
       ports.sim.uk,
+      ports.sim.openaiEu,
       ...Object.values(infraPorts).map(Number),
     ];
     const stillListening = (

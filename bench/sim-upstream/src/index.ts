@@ -3,3 +3,4 @@ export type { RunningSimUpstream, SimUpstreamOptions } from './server';
 export type { RecordedRequest, RequestOutcome } from './request-log';
 export { echoChunks } from './echo';
 export { estimateInputTokens } from './anthropic/request';
+export { estimateChatInputTokens } from './openai/request';

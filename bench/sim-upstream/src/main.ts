@@ -2,7 +2,10 @@
 import { startSimUpstream } from './server';
 import type { RunningSimUpstream } from './server';
 
-/** One listener per port of SIM_PORTS on SIM_HOST; SIM_API_KEY, when set, is required in x-api-key. */
+/**
+ * One listener per port of SIM_PORTS on SIM_HOST, each speaking every protocol; SIM_API_KEY, when
+ * set, is required (`x-api-key`, or `Authorization: Bearer` for chat completions).
+ */
 function readPorts(value: string): number[] | undefined {
   const ports = value
     .split(',')
@@ -15,7 +18,7 @@ function readPorts(value: string): number[] | undefined {
 
 async function main(): Promise<void> {
   const host = process.env.SIM_HOST || '127.0.0.1';
-  const ports = readPorts(process.env.SIM_PORTS || '9101,9102');
+  const ports = readPorts(process.env.SIM_PORTS || '9101,9102,9103');
   if (ports === undefined) {
     process.stderr.write(
       `invalid configuration: SIM_PORTS: expected a comma list of port numbers (got ${JSON.stringify(process.env.SIM_PORTS)})\n`,

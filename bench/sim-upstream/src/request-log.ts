@@ -16,7 +16,7 @@ export interface RecordedRequest {
 }
 
 /** Headers that carry credentials never reach the log. */
-const credentialHeaders = new Set(['authorization', 'x-api-key', 'proxy-authorization', 'cookie']);
+const credentialHeaders = new Set(['authorization', 'x-api-key', 'api-key', 'proxy-authorization', 'cookie']);
 
 export function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !credentialHeaders.has(name)));

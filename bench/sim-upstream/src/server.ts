@@ -7,6 +7,8 @@ import { sendError } from './anthropic/errors';
 import { handleMessages } from './anthropic/messages';
 import type { ParsedBody, SimExchange } from './exchange';
 import { randomId } from './ids';
+import { handleChatCompletions } from './openai/chat';
+import { sendOpenAIError } from './openai/errors';
 import { RequestLog, withoutCredentials } from './request-log';
 import type { RecordedRequest } from './request-log';
 
@@ -14,7 +16,10 @@ export interface SimUpstreamOptions {
   host: string;
   /** 0 picks a free port. */
   port: number;
-  /** When set, Messages requests must carry it in `x-api-key`. */
+  /**
+   * When set, requests must carry it: in `x-api-key` for the Anthropic protocol, as
+   * `Authorization: Bearer` (or Azure's `api-key`) for chat completions.
+   */
   apiKey?: string;
 }
 
@@ -60,19 +65,30 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
 
   const protocol: AnthropicSimOptions = { apiKey: options.apiKey };
 
+  /** How each protocol refuses a body over the limit, in its own error envelope. */
+  const tooLarge = {
+    anthropic: (response: ServerResponse, requestId: string) =>
+      sendError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
+        connection: 'close',
+      }),
+    openai: (response: ServerResponse, requestId: string) =>
+      sendOpenAIError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
+        headers: { connection: 'close' },
+      }),
+  };
+
   /** Reads, records and hands one protocol request to its handler; the log follows what became of the response. */
   const serveRecorded = async (
     handler: (exchange: SimExchange, protocolOptions: AnthropicSimOptions) => Promise<void>,
     request: IncomingMessage,
     response: ServerResponse,
     path: string,
+    protocolName: keyof typeof tooLarge = 'anthropic',
   ) => {
     const requestId = randomId('req_');
     const raw = await readBody(request);
     if (raw === undefined) {
-      sendError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
-        connection: 'close',
-      });
+      tooLarge[protocolName](response, requestId);
       return;
     }
     const body = parseBody(raw);
@@ -118,6 +134,8 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
         return serveRecorded(handleMessages, request, response, url.pathname + url.search);
       case 'POST /v1/messages/count_tokens':
         return serveRecorded(handleCountTokens, request, response, url.pathname + url.search);
+      case 'POST /v1/chat/completions':
+        return serveRecorded(handleChatCompletions, request, response, url.pathname + url.search, 'openai');
       case 'GET /_sim/requests':
         return sendJson(response, 200, log.list());
       case 'DELETE /_sim/requests':

@@ -8,8 +8,8 @@ export interface Ports {
   admin: number;
   grpc: { auth: number; policy: number; quota: number; router: number; metering: number };
   metrics: { ingress: number; auth: number; policy: number; quota: number; router: number; metering: number };
-  /** One simulated upstream per local pool: EU, then UK. */
-  sim: { eu: number; uk: number };
+  /** One simulated upstream listener per local pool: Anthropic EU, Anthropic UK, OpenAI-compatible EU. */
+  sim: { eu: number; uk: number; openaiEu: number };
 }
 
 /** DESIGN.md §5 ports, shifted by an offset so that a second stack can run beside the first. */
@@ -32,7 +32,7 @@ export function portsWithOffset(offset: number): Ports {
       router: 9468 + offset,
       metering: 9469 + offset,
     },
-    sim: { eu: 9101 + offset, uk: 9102 + offset },
+    sim: { eu: 9101 + offset, uk: 9102 + offset, openaiEu: 9103 + offset },
   };
 }
 

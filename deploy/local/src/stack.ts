@@ -54,12 +54,13 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
   const simUrls = {
     SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`,
     SIM_UK_URL: `http://${loopback}:${ports.sim.uk}`,
+    SIM_OPENAI_EU_URL: `http://${loopback}:${ports.sim.openaiEu}`,
   };
   return [
     {
       name: 'sim-upstream',
       script: 'bench/sim-upstream/dist/main.js',
-      env: { SIM_HOST: loopback, SIM_PORTS: `${ports.sim.eu},${ports.sim.uk}` },
+      env: { SIM_HOST: loopback, SIM_PORTS: `${ports.sim.eu},${ports.sim.uk},${ports.sim.openaiEu}` },
       health: { kind: 'http', url: `http://${loopback}:${ports.sim.eu}/_sim/requests` },
     },
     {

@@ -39,7 +39,7 @@ async function up(): Promise<void> {
     GW_DEMO_ACCOUNT: demo.accountId,
     GW_DEMO_TEST_KEY: demo.testKey,
     GW_DEMO_LIVE_KEY: demo.liveKey,
-    GW_SIM_URLS: `http://127.0.0.1:${ports.sim.eu},http://127.0.0.1:${ports.sim.uk}`,
+    GW_SIM_URLS: [ports.sim.eu, ports.sim.uk, ports.sim.openaiEu].map((port) => `http://127.0.0.1:${port}`).join(','),
   });
   process.stdout.write(
     [

@@ -18,7 +18,7 @@ const regionSchema = z.strictObject({ id, jurisdiction });
 const poolSchema = z.strictObject({
   id,
   region: id,
-  adapter: z.enum(['anthropic']),
+  adapter: z.enum(['anthropic', 'openai']),
   endpoints: z
     .array(z.strictObject({ url: z.url({ error: 'expected a URL' }) }))
     .min(1, 'expected at least one endpoint'),

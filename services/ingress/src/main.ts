@@ -2,8 +2,9 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { create, eventsv1 } from '@gw/proto';
+import { createRestorer, restoreAll } from '@gw/pii';
 import { createKafka } from '@gw/kafka';
-import { createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { Counter, createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { createClients } from './clients';
@@ -39,6 +40,12 @@ void runOrExit(async () => {
   const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
   registerUsageSpoolMetrics(metrics.registry, publisher);
   const requestLog = logger.child({ event: 'request' });
+  const privacyEntities = new Counter({
+    name: 'gateway_privacy_entities_total',
+    help: 'Personal data found in requests of keys in privacy mode flag, by entity type (counts, never values).',
+    labelNames: ['type'],
+    registers: [metrics.registry],
+  });
   const inFlight = new InFlightRequests();
   const revocations = await subscribeToNotices(config.REDIS_URL, {
     onNotice: (notice) => {
@@ -55,6 +62,17 @@ void runOrExit(async () => {
       {
         clients,
         inFlight,
+        restorationFor: (placeholders, nonce) => {
+          const map = Object.fromEntries(placeholders.map((entry) => [entry.placeholder, entry.original]));
+          return {
+            textRestorer: () => createRestorer(map, nonce),
+            jsonRestorer: () => createRestorer(map, nonce, { json: true }),
+            restoreAll: (text) => restoreAll(text, map, nonce),
+          };
+        },
+        countPrivacyFlags: (counts) => {
+          for (const [type, count] of Object.entries(counts)) privacyEntities.inc({ type }, count);
+        },
         billingUnavailable: usageSpoolFull,
         bodyLimitFor: (plan) => planBodyLimits.get(plan) ?? config.BODY_LIMIT_BYTES,
         recordUsage: (event) =>

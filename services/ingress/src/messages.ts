@@ -6,6 +6,8 @@ import type { Clients } from './clients';
 import { expiredError } from './in-flight';
 import type { InFlightRequests } from './in-flight';
 import { windowForRefusal, windowOf } from './rate-limit';
+import { restoreMessage, StreamRestoration } from './restoration';
+import type { Restoration } from './restoration';
 import { parseMessagesBody } from './validation';
 import { billableTokens } from './weighting';
 import type { TokenCounts } from './weighting';
@@ -34,6 +36,8 @@ export interface ResponseSink {
   /** Writes one whole SSE event. */
   writeEvent(event: string, data: string): void;
   endStream(): void;
+  /** Privacy mode `flag`: the counts by entity type, sent as `x-privacy-flags`. */
+  setPrivacyFlags(header: string): void;
 }
 
 export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;
@@ -49,6 +53,18 @@ export interface MessagesDeps {
   bodyLimitFor(plan: string): number;
   /** True while usage events cannot be kept (the durable buffer is full): live requests are refused. */
   billingUnavailable(): boolean;
+  /** Mode `tokenise`: puts this request's originals back into its completion (kept for this request only). */
+  restorationFor(placeholders: { placeholder: string; original: string }[], nonce: string): Restoration;
+  /** Mode `flag`: counts entities by type in the metrics. */
+  countPrivacyFlags(counts: Record<string, number>): void;
+}
+
+/** `x-privacy-flags`: counts by entity type, never values, e.g. `EMAIL=2,PHONE=1`, or `none`. */
+export function privacyFlagsHeader(counts: Record<string, number>): string {
+  const entries = Object.entries(counts)
+    .filter(([, count]) => count > 0)
+    .sort(([a], [b]) => a.localeCompare(b));
+  return entries.length === 0 ? 'none' : entries.map(([type, count]) => `${type}=${count}`).join(',');
 }
 
 const noTokens: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
@@ -136,6 +152,18 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
   if (!admitted.ok) return refuse(admitted.error, { ...ids, model });
   const lease = admitted.value;
   sink.setRateLimit(windowOf(lease.window!));
+  if (key.privacyMode === commonv1.PrivacyMode.FLAG) {
+    const counts = Object.fromEntries(
+      Object.entries(authorized.value.privacyFlags).map(([type, count]) => [type, Number(count)]),
+    );
+    sink.setPrivacyFlags(privacyFlagsHeader(counts));
+    deps.countPrivacyFlags(counts);
+  }
+  const restoration =
+    authorized.value.placeholders.length > 0
+      ? deps.restorationFor(authorized.value.placeholders, authorized.value.placeholderNonce)
+      : undefined;
+  const streamRestoration = restoration && new StreamRestoration(restoration);
   const leaseRef = { accountId: key.accountId, environment: key.environment, leaseId: lease.leaseId };
   const renewal = setInterval(() => void clients.quota.renew(leaseRef), Math.max(1_000, Number(lease.leaseTtlMs) / 3));
 
@@ -179,11 +207,19 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
           started = { poolId: event.value.poolId, region: event.value.region };
           if (streamed) sink.startStream(started.region);
           break;
-        case 'sse':
-          sink.writeEvent(event.value.event, Buffer.from(event.value.data).toString('utf8'));
+        case 'sse': {
+          const data = Buffer.from(event.value.data).toString('utf8');
+          if (!streamRestoration) sink.writeEvent(event.value.event, data);
+          else
+            for (const [name, restored] of streamRestoration.transform(event.value.event, data))
+              sink.writeEvent(name, restored);
           break;
+        }
         case 'message':
-          sink.sendJson(event.value.json, started?.region ?? '');
+          sink.sendJson(
+            restoration ? restoreMessage(event.value.json, restoration) : event.value.json,
+            started?.region ?? '',
+          );
           break;
         case 'finished': {
           const usage = event.value.usage;

@@ -75,6 +75,7 @@ function responseSink(response: Response, pingIntervalMs: number, headerPrefix: 
       stopPing();
       response.end();
     },
+    setPrivacyFlags: (header) => response.set('x-privacy-flags', header),
   };
 }
 

@@ -4,11 +4,19 @@ import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { Jurisdiction } from '@gw/config';
 import type { Catalogue, KeyPermissions } from './catalogue';
+import { applyPrivacyMode } from './privacy';
+import type { PrivacyMode as PrivacyModeName } from './privacy';
 
 const { Residency, PrivacyMode } = commonv1;
 
 const jurisdictions: Partial<Record<commonv1.Residency, Jurisdiction>> = { [Residency.UK]: 'uk', [Residency.EU]: 'eu' };
 const residencyOf: Record<Jurisdiction, commonv1.Residency> = { uk: Residency.UK, eu: Residency.EU };
+const privacyModes: Partial<Record<commonv1.PrivacyMode, PrivacyModeName>> = {
+  [PrivacyMode.OFF]: 'off',
+  [PrivacyMode.FLAG]: 'flag',
+  [PrivacyMode.REDACT]: 'redact',
+  [PrivacyMode.TOKENISE]: 'tokenise',
+};
 
 /** The key's permissions, or a refusal when it has no known residency tier (fail closed). */
 function permissionsOf(key: commonv1.KeyContext | undefined): Result<KeyPermissions> {
@@ -37,17 +45,14 @@ export function policyService(catalogue: Catalogue) {
     async authorize(request) {
       const permissions = permissionsOf(request.key);
       if (!permissions.ok) return permissions;
-      // Only `off` exists so far; any other mode refuses rather than sending text unprocessed.
-      if (request.key!.privacyMode !== PrivacyMode.OFF) {
-        return err(
-          gatewayError(
-            'api_error',
-            'The privacy mode of this API key is not available; the request was not forwarded.',
-          ),
-        );
-      }
       const decision = catalogue.authorize(permissions.value, request.model);
       if (!decision.ok) return decision;
+      const mode = privacyModes[request.key!.privacyMode];
+      if (!mode) {
+        return err(gatewayError('api_error', 'This API key has no valid privacy mode; the request was not forwarded.'));
+      }
+      const privacy = applyPrivacyMode(mode, request.bodyJson);
+      if (!privacy.ok) return privacy;
       return ok({
         pools: decision.value.map((pool) => ({
           poolId: pool.poolId,
@@ -55,6 +60,15 @@ export function policyService(catalogue: Catalogue) {
           region: pool.region,
           upstreamModel: pool.upstreamModel,
         })),
+        bodyJson: privacy.value.body,
+        privacyFlags: Object.fromEntries(
+          Object.entries(privacy.value.flags).map(([type, count]) => [type, BigInt(count ?? 0)]),
+        ),
+        placeholders: Object.entries(privacy.value.placeholders).map(([placeholder, original]) => ({
+          placeholder,
+          original,
+        })),
+        placeholderNonce: privacy.value.nonce,
       });
     },
   });

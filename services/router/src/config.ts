@@ -17,10 +17,21 @@ const schema = z.object({
   UPSTREAM_MESSAGE_TIMEOUT_MS: env.positiveInt(600_000),
   // Upstreams send pings during long silences; this only catches a stream that hung.
   UPSTREAM_BODY_SILENCE_TIMEOUT_MS: env.positiveInt(300_000),
+  // Active health checks of every endpoint, and the circuit breaker of each (passive ejection).
+  UPSTREAM_HEALTH_INTERVAL_MS: env.positiveInt(10_000),
+  UPSTREAM_HEALTH_TIMEOUT_MS: env.positiveInt(2_000),
+  UPSTREAM_EJECT_AFTER_FAILURES: env.positiveInt(5),
+  UPSTREAM_EJECT_BASE_MS: env.positiveInt(5_000),
+  UPSTREAM_EJECT_MAX_MS: env.positiveInt(60_000),
+});
+
+const checked = schema.refine((config) => config.UPSTREAM_EJECT_MAX_MS >= config.UPSTREAM_EJECT_BASE_MS, {
+  message: 'expected at least UPSTREAM_EJECT_BASE_MS',
+  path: ['UPSTREAM_EJECT_MAX_MS'],
 });
 
 export type RouterConfig = z.infer<typeof schema>;
 
 export function readRouterConfig(): RouterConfig {
-  return readEnv(schema);
+  return readEnv(checked);
 }

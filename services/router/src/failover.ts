@@ -2,6 +2,8 @@ import { err, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import type { Logger } from '@gw/telemetry';
 import type { AdapterRegistry, UpstreamAdapter } from './adapters';
+import { createEndpointBalancer } from './balancer';
+import type { AttemptHealth, EndpointBalancer, EndpointLease } from './balancer';
 import type { CompletionRequest } from './completion';
 import type { RouterMetrics } from './metrics';
 import { noRouteError, planRoute } from './pools';
@@ -25,6 +27,12 @@ export interface FailoverDeps {
   credential: (envName: string) => string | undefined;
   logger: Logger;
   metrics: RouterMetrics;
+  /**
+   * Endpoint choice and health, shared by every call of the process. Absent (unit tests that do not
+   * care): each call gets a fresh balancer with the default settings, so endpoints are tried in the
+   * YAML order and nothing is remembered between calls.
+   */
+  balancer?: EndpointBalancer;
 }
 
 /** The parts of a call that decide where it may go. */
@@ -90,11 +98,65 @@ function outcomeLabel(failure: AttemptFailure): string {
 }
 
 /**
- * Sends a call to the request's candidate pools, in order, each pool's endpoints in order, until one
- * answers. Only candidates the router's own config puts inside the key's residency are used
- * (`planRoute`); a pool whose credential env var is unset is skipped without a request. A failure of
- * one endpoint moves on to the next (`failsOver`); one of the request itself stops at once. Every
- * attempt is logged and measured, with ids, statuses and timings, never bodies.
+ * Whether the next endpoint may be tried: `failsOver` (a failure of this endpoint, not of the
+ * request), and also no response headers in time: nothing has reached the caller yet, so a slow
+ * first byte moves on to the next endpoint or pool.
+ */
+function movesOn(failure: AttemptFailure): boolean {
+  return failure.kind === 'timeout' || failsOver(failure);
+}
+
+/**
+ * The caller's error once every endpoint failed in a way that moves on. Timeouts count among the
+ * "other" failures, so that saturation elsewhere still wins; only when every attempt timed out
+ * does the caller read that the model service did not answer in time.
+ */
+function errorOfExhausted(failures: readonly AttemptFailure[]): GatewayError {
+  const timeouts = failures.filter((failure) => failure.kind === 'timeout');
+  const others = failures.filter((failure) => failure.kind !== 'timeout');
+  return errorOfFailures([...timeouts, ...others]);
+}
+
+/**
+ * What an attempt says about its endpoint's health: connection failures, no headers in time, 429
+ * and 5xx count against it; any other answer (a 200, a 4xx) shows it alive.
+ */
+function healthOfTransport(failure: TransportFailure): AttemptHealth {
+  return failure.kind === 'cancelled' ? 'abandoned' : 'failure';
+}
+
+function healthOfStatus(status: number): AttemptHealth {
+  return status === 429 || status >= 500 ? 'failure' : 'success';
+}
+
+/** The response with the lease released once its body is read to the end, abandoned or discarded. */
+function holdingLease(response: UpstreamResponse, lease: EndpointLease): UpstreamResponse {
+  async function* body(): UpstreamBody {
+    try {
+      yield* response.body;
+    } finally {
+      lease.release();
+    }
+  }
+  return {
+    ...response,
+    body: body(),
+    discard() {
+      response.discard();
+      lease.release();
+    },
+  };
+}
+
+/**
+ * Sends a call to the request's candidate pools, strictly in policy's order, until one answers.
+ * Only candidates the router's own config puts inside the key's residency are used (`planRoute`); a
+ * pool whose credential env var is unset is skipped without a request. Within a pool, the balancer
+ * chooses each next endpoint: not ejected, fewest outstanding requests, ties round-robin. A failure
+ * of one endpoint moves on to the next (`movesOn`), then to the next pool; one of the request
+ * itself stops at once. When every endpoint of every usable candidate is ejected, they are tried
+ * anyway, in order, rather than refusing without a try. Every attempt is logged and measured, with
+ * ids, statuses and timings, never bodies.
  */
 export async function sendWithFailover<C extends PoolCall>(
   request: RoutedRequest,
@@ -109,19 +171,23 @@ export async function sendWithFailover<C extends PoolCall>(
     logger.error({ ...log, pool_id: poolId, reason, residency: request.residency }, 'candidate pool not used');
   }
   if (plan.pools.length === 0) return { kind: 'failed', error: noRouteError(plan, request.model) };
+  const balancer = deps.balancer ?? createEndpointBalancer(deps.pools);
 
-  /** One attempt: the upstream's 200 of the expected kind, or why not. */
+  /** One attempt: the upstream's 200 of the expected kind, or why not. The lease is released unless answered. */
   const attempt = async (
     pool: Pool,
     adapter: UpstreamAdapter,
     call: C,
     target: EndpointTarget,
+    lease: EndpointLease,
   ): Promise<Result<UpstreamResponse, AttemptFailure>> => {
     const attemptLog = { ...log, pool_id: pool.id, endpoint: target.endpointUrl };
     const began = performance.now();
     const sent = await deps.http.send(call.request(target), { generating: operation.generating, signal });
     const headersMs = Math.round(performance.now() - began);
     if (!sent.ok) {
+      lease.report(healthOfTransport(sent.error));
+      lease.release();
       const failure = failureOfTransport(sent.error);
       if (failure.kind !== 'cancelled') {
         metrics.upstreamAttempt(pool.id, outcomeLabel(failure));
@@ -133,6 +199,7 @@ export async function sendWithFailover<C extends PoolCall>(
       return err(failure);
     }
     const response = sent.value;
+    lease.report(healthOfStatus(response.status));
     const upstreamRequestId = response.headers['request-id'];
     if (response.status === 200 && call.accepts(response.headers['content-type'])) {
       metrics.upstreamAttempt(pool.id, 'accepted', headersMs / 1000);
@@ -140,7 +207,7 @@ export async function sendWithFailover<C extends PoolCall>(
         { ...attemptLog, status: 200, headers_ms: headersMs, upstream_request_id: upstreamRequestId },
         'upstream accepted',
       );
-      return ok(response);
+      return ok(holdingLease(response, lease));
     }
     let failure: AttemptFailure;
     let upstreamErrorType: string | undefined;
@@ -152,6 +219,7 @@ export async function sendWithFailover<C extends PoolCall>(
       upstreamErrorType = reported.type;
       failure = failureOfStatus(response.status, response.headers, reported.message);
     }
+    lease.release();
     metrics.upstreamAttempt(pool.id, outcomeLabel(failure), headersMs / 1000);
     const details = {
       ...attemptLog,
@@ -168,7 +236,39 @@ export async function sendWithFailover<C extends PoolCall>(
     return err(failure);
   };
 
+  /** A pool that can be tried: inside the tier, credential set, adapter able to make the call. */
+  interface Ready {
+    pool: Pool;
+    adapter: UpstreamAdapter;
+    call: C;
+    upstreamModel: string;
+    credential: string | undefined;
+    /** Endpoints the balancer did not offer (ejected), in YAML order. */
+    skipped: string[];
+  }
+
   const failures: AttemptFailure[] = [];
+
+  /** Tries one endpoint; `stop` when the loop is over (answered, cancelled, or a failure that does not fail over). */
+  const tryEndpoint = async (
+    ready: Ready,
+    lease: EndpointLease,
+  ): Promise<{ stop: FailoverOutcome<C> } | { failure: AttemptFailure }> => {
+    const target = { endpointUrl: lease.endpointUrl, upstreamModel: ready.upstreamModel, credential: ready.credential };
+    const answered = await attempt(ready.pool, ready.adapter, ready.call, target, lease);
+    if (signal.aborted) {
+      if (answered.ok) answered.value.discard();
+      return { stop: { kind: 'cancelled' } };
+    }
+    if (answered.ok)
+      return { stop: { kind: 'answered', pool: ready.pool, call: ready.call, response: answered.value } };
+    failures.push(answered.error);
+    if (!movesOn(answered.error)) return { stop: { kind: 'failed', error: errorOfFailures(failures) } };
+    return { failure: answered.error };
+  };
+
+  const tried: Ready[] = [];
+  let attempts = 0;
   for (const { pool, upstreamModel } of plan.pools) {
     const credential = pool.credentialEnv === undefined ? undefined : deps.credential(pool.credentialEnv);
     if (pool.credentialEnv !== undefined && credential === undefined) {
@@ -183,16 +283,38 @@ export async function sendWithFailover<C extends PoolCall>(
     const adapter = deps.adapters[pool.adapter];
     const call = operation.callFor(adapter);
     if (call === undefined) return { kind: 'unsupported', pool };
-    for (const endpointUrl of pool.endpoints) {
-      const answered = await attempt(pool, adapter, call, { endpointUrl, upstreamModel, credential });
-      if (signal.aborted) {
-        if (answered.ok) answered.value.discard();
-        return { kind: 'cancelled' };
-      }
-      if (answered.ok) return { kind: 'answered', pool, call, response: answered.value };
-      failures.push(answered.error);
-      if (!failsOver(answered.error)) return { kind: 'failed', error: errorOfFailures(failures) };
+    const ready: Ready = { pool, adapter, call, upstreamModel, credential, skipped: [] };
+    tried.push(ready);
+    const offered = new Set<string>();
+    for (;;) {
+      const lease = balancer.acquire(pool, offered);
+      if (lease === undefined) break;
+      offered.add(lease.endpointUrl);
+      attempts += 1;
+      const result = await tryEndpoint(ready, lease);
+      if ('stop' in result) return result.stop;
+    }
+    ready.skipped = pool.endpoints.filter((endpointUrl) => !offered.has(endpointUrl));
+    for (const endpointUrl of ready.skipped) {
+      metrics.upstreamAttempt(pool.id, 'ejected');
+      logger.debug({ ...log, pool_id: pool.id, endpoint: endpointUrl }, 'upstream endpoint skipped: ejected');
     }
   }
-  return { kind: 'failed', error: errorOfFailures(failures) };
+
+  // Every endpoint of every usable candidate is ejected: try them anyway, in order, inside the tier.
+  if (attempts === 0) {
+    for (const ready of tried) {
+      for (const endpointUrl of ready.skipped) {
+        const lease = balancer.acquireAnyway(ready.pool, endpointUrl);
+        if (lease === undefined) continue;
+        logger.warn(
+          { ...log, pool_id: ready.pool.id, endpoint: endpointUrl },
+          'every candidate endpoint is ejected: trying an ejected one',
+        );
+        const result = await tryEndpoint(ready, lease);
+        if ('stop' in result) return result.stop;
+      }
+    }
+  }
+  return { kind: 'failed', error: errorOfExhausted(failures) };
 }

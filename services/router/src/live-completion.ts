@@ -8,9 +8,9 @@ import type { UpstreamBody } from './upstream-http';
 export type LiveCompletionDeps = FailoverDeps;
 
 /**
- * A live completion: the candidate pools in order, each pool's endpoints in order (`sendWithFailover`).
- * Until the first byte (Started) a failure of one endpoint moves on to the next; after it, failures
- * are the caller's.
+ * A live completion: the candidate pools in order, within each the balancer's choice of endpoint
+ * (`sendWithFailover`). Until the first byte (Started) a failure of one endpoint moves on to the
+ * next; after it, failures are the caller's.
  */
 export async function* completeLive(
   request: CompletionRequest,
@@ -49,7 +49,13 @@ export async function* completeLive(
       yield err(gatewayError('api_error', internalErrorMessage));
       return;
     case 'answered':
-      yield ok({ kind: 'started', poolId: outcome.pool.id, region: outcome.pool.region });
-      yield* outcome.call.relay(outcome.response.body);
+      try {
+        yield ok({ kind: 'started', poolId: outcome.pool.id, region: outcome.pool.region });
+        yield* outcome.call.relay(outcome.response.body);
+      } finally {
+        // However the relay ended (also when the caller stopped reading before it began): free the
+        // connection and the endpoint's outstanding count.
+        outcome.response.discard();
+      }
   }
 }

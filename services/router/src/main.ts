@@ -4,7 +4,9 @@ import { routerv1 } from '@gw/proto';
 import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
-import { createRouterMetrics } from './metrics';
+import { createEndpointBalancer } from './balancer';
+import { startHealthChecks } from './health-checks';
+import { createEndpointMetrics, createRouterMetrics } from './metrics';
 import { createPoolDirectory } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
@@ -36,6 +38,24 @@ void runOrExit(async () => {
     messageHeadersMs: config.UPSTREAM_MESSAGE_TIMEOUT_MS,
     bodySilenceMs: config.UPSTREAM_BODY_SILENCE_TIMEOUT_MS,
   });
+  const endpointMetrics = createEndpointMetrics(metricsServer.registry);
+  const balancer = createEndpointBalancer(pools, {
+    settings: {
+      failureThreshold: config.UPSTREAM_EJECT_AFTER_FAILURES,
+      baseEjectionMs: config.UPSTREAM_EJECT_BASE_MS,
+      maxEjectionMs: config.UPSTREAM_EJECT_MAX_MS,
+    },
+    metrics: endpointMetrics,
+    logger,
+  });
+  const healthChecks = startHealthChecks({
+    pools,
+    balancer,
+    http,
+    settings: { intervalMs: config.UPSTREAM_HEALTH_INTERVAL_MS, timeoutMs: config.UPSTREAM_HEALTH_TIMEOUT_MS },
+    logger,
+    metrics: endpointMetrics,
+  });
   const router = createRouter({
     pools,
     adapters: createAdapterRegistry(),
@@ -43,6 +63,7 @@ void runOrExit(async () => {
     credential,
     logger,
     metrics: createRouterMetrics(metricsServer.registry),
+    balancer,
     testStub: defaultTestStubOptions,
   });
   const grpc = await startGrpcServer({
@@ -56,6 +77,7 @@ void runOrExit(async () => {
   logger.info({ grpc_host: config.GRPC_HOST, grpc_port: grpc.port, pools: [...pools.keys()] }, 'router serving');
 
   onShutdown(logger, async () => {
+    await healthChecks.stop();
     await grpc.shutdown(shutdownGraceMs);
     await http.close();
     await metricsServer.close();

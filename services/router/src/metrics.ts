@@ -1,4 +1,4 @@
-import { Counter, Histogram } from '@gw/telemetry';
+import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
 import type { TokenUsage } from './completion';
 
@@ -12,6 +12,56 @@ export interface RouterMetrics {
     seconds: number,
     usage?: TokenUsage,
   ): void;
+}
+
+/** The health and load of each upstream endpoint (`balancer.ts`, `health-checks.ts`). */
+export interface EndpointMetrics {
+  /** A new endpoint: healthy, nothing outstanding, never ejected (so that every series exists from the start). */
+  added(poolId: string, endpointUrl: string): void;
+  /** 1 while the endpoint's circuit breaker is closed, 0 while it is ejected (open or half-open). */
+  healthy(poolId: string, endpointUrl: string, healthy: boolean): void;
+  ejected(poolId: string, endpointUrl: string): void;
+  outstanding(poolId: string, endpointUrl: string, count: number): void;
+  /** One active health probe: `alive`, `unreachable`, `timeout` or `status_<code>`. */
+  probe(poolId: string, endpointUrl: string, outcome: string): void;
+}
+
+export function createEndpointMetrics(registry: Registry): EndpointMetrics {
+  const healthy = new Gauge({
+    name: 'router_endpoint_healthy',
+    help: 'Whether an upstream endpoint takes requests: 1 while its circuit breaker is closed, 0 while ejected.',
+    labelNames: ['pool', 'endpoint'],
+    registers: [registry],
+  });
+  const ejections = new Counter({
+    name: 'router_endpoint_ejections_total',
+    help: 'Times an upstream endpoint was ejected by its circuit breaker.',
+    labelNames: ['pool', 'endpoint'],
+    registers: [registry],
+  });
+  const outstanding = new Gauge({
+    name: 'router_endpoint_outstanding_requests',
+    help: 'Requests outstanding on an upstream endpoint: sent and not yet answered, or still being relayed.',
+    labelNames: ['pool', 'endpoint'],
+    registers: [registry],
+  });
+  const probes = new Counter({
+    name: 'router_endpoint_health_probes_total',
+    help: 'Active health probes of upstream endpoints, by outcome.',
+    labelNames: ['pool', 'endpoint', 'outcome'],
+    registers: [registry],
+  });
+  return {
+    added(pool, endpoint) {
+      healthy.set({ pool, endpoint }, 1);
+      outstanding.set({ pool, endpoint }, 0);
+      ejections.inc({ pool, endpoint }, 0);
+    },
+    healthy: (pool, endpoint, isHealthy) => healthy.set({ pool, endpoint }, isHealthy ? 1 : 0),
+    ejected: (pool, endpoint) => ejections.inc({ pool, endpoint }),
+    outstanding: (pool, endpoint, count) => outstanding.set({ pool, endpoint }, count),
+    probe: (pool, endpoint, outcome) => probes.inc({ pool, endpoint, outcome }),
+  };
 }
 
 export function createRouterMetrics(registry: Registry): RouterMetrics {

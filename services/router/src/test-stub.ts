@@ -92,14 +92,82 @@ export function stubChunks(body: JsonObject): string[] {
   return chunks;
 }
 
-/** A message id shaped like the upstream's, stable for a request id. */
-function messageId(requestId: string): string {
-  const digest = createHash('sha256').update(requestId).digest();
-  return `msg_${Array.from(digest.subarray(0, 24), (byte) => base62[byte % base62.length]).join('')}`;
+/** An id shaped like the upstream's (`msg_…`, `toolu_…`), stable for its seed. */
+function upstreamId(prefix: string, seed: string): string {
+  const digest = createHash('sha256').update(seed).digest();
+  return `${prefix}${Array.from(digest.subarray(0, 24), (byte) => base62[byte % base62.length]).join('')}`;
+}
+
+/** The message id, derived from the request id. */
+const messageId = (requestId: string) => upstreamId('msg_', requestId);
+/** The tool call id, derived from the request id (and different from the message id). */
+const toolUseId = (requestId: string) => upstreamId('toolu_', `tool_use:${requestId}`);
+
+/** The tool `gw-test:tool-use` calls when the request declares none. */
+export const defaultStubToolName = 'get_weather';
+const defaultStubToolInput: JsonObject = { location: 'London' };
+/** The longest piece of the input JSON in one `input_json_delta`. */
+const inputJsonPieceLength = 8;
+
+/** A value of a JSON Schema's type for the stub's tool input: the first enum value, else a fixed one. */
+function stubValue(schema: unknown, word: string): unknown {
+  if (!isJsonObject(schema)) return null;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  switch (schema.type) {
+    case 'string':
+      return word;
+    case 'integer':
+    case 'number':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [];
+    case 'object':
+      return {};
+    default:
+      return null;
+  }
+}
+
+/**
+ * The call `gw-test:tool-use` answers with: the first tool of the request (its name, and one value
+ * per property of its `input_schema`), or `get_weather` with `{"location":"London"}` when the
+ * request has no tools. Deterministic: string values are words of the stub's list chosen by the
+ * request's hash.
+ */
+export function stubToolCall(body: JsonObject): { name: string; input: JsonObject } {
+  const tools: unknown[] = Array.isArray(body.tools) ? body.tools : [];
+  const tool = tools.find((candidate) => isJsonObject(candidate) && typeof candidate.name === 'string');
+  if (!isJsonObject(tool) || typeof tool.name !== 'string') {
+    return { name: defaultStubToolName, input: defaultStubToolInput };
+  }
+  const schema = isJsonObject(tool.input_schema) ? tool.input_schema : {};
+  const properties = isJsonObject(schema.properties) ? schema.properties : {};
+  const { stream: _stream, ...withoutStream } = body;
+  const bytes = hashBytes(canonicalJson(withoutStream));
+  const input: JsonObject = {};
+  for (const [name, property] of Object.entries(properties)) {
+    input[name] = stubValue(property, words[bytes.next().value % words.length]!);
+  }
+  return { name: tool.name, input };
+}
+
+/** The input JSON cut into the pieces of the `input_json_delta` events: at least two. */
+export function inputJsonPieces(input: JsonObject): string[] {
+  const text = JSON.stringify(input);
+  const size = Math.min(inputJsonPieceLength, Math.ceil(text.length / 2));
+  const pieces: string[] = [];
+  for (let start = 0; start < text.length; start += size) pieces.push(text.slice(start, start + size));
+  return pieces;
 }
 
 type MagicText =
-  { kind: 'none' } | { kind: 'error'; error: GatewayError } | { kind: 'stream-error' } | { kind: 'slow' };
+  | { kind: 'none' }
+  | { kind: 'error'; error: GatewayError }
+  | { kind: 'stream-error' }
+  | { kind: 'tool-use' }
+  | { kind: 'slow' };
 
 /** Retryable errors carry a wait, as the real ones do. */
 function simulatedError(type: ErrorType): GatewayError {
@@ -121,6 +189,7 @@ export function magicText(text: string): MagicText {
     };
   }
   if (text.includes('gw-test:stream-error')) return { kind: 'stream-error' };
+  if (text.includes('gw-test:tool-use')) return { kind: 'tool-use' };
   if (text.includes('gw-test:slow')) return { kind: 'slow' };
   return { kind: 'none' };
 }
@@ -156,6 +225,10 @@ export async function* completeWithTestStub(
   const magic = magicText(lastUserText(body));
   if (magic.kind === 'error') {
     yield err(magic.error);
+    return;
+  }
+  if (magic.kind === 'tool-use') {
+    yield* toolUseAnswer(request, body);
     return;
   }
 
@@ -245,4 +318,78 @@ function simulatedStreamError(): GatewayError {
     'overloaded_error',
     'Simulated overloaded_error after the stream began (magic text "gw-test:stream-error").',
   );
+}
+
+/**
+ * `gw-test:tool-use`: one `tool_use` block and `stop_reason` `tool_use`, as the upstream answers a
+ * tool call. Streamed, the input arrives as `input_json_delta` pieces whose concatenation is the
+ * input's JSON; each piece is one output token.
+ */
+async function* toolUseAnswer(request: CompletionRequest, body: JsonObject): CompletionStream {
+  const { name, input } = stubToolCall(body);
+  const pieces = inputJsonPieces(input);
+  const usage: TokenUsage = {
+    inputTokens: estimateInputTokens(body),
+    outputTokens: pieces.length,
+    cacheReadInputTokens: 0,
+    cacheCreationInputTokens: 0,
+  };
+  const wireUsage = (outputTokens: number) => ({
+    input_tokens: usage.inputTokens,
+    output_tokens: outputTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  });
+  const model = typeof body.model === 'string' ? body.model : request.model;
+  const id = messageId(request.requestId);
+  const toolUse = { type: 'tool_use', id: toolUseId(request.requestId), name };
+
+  yield ok({ kind: 'started', ...testStubPool });
+  if (!request.stream) {
+    const message = {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ ...toolUse, input }],
+      stop_reason: 'tool_use',
+      stop_sequence: null,
+      usage: wireUsage(pieces.length),
+    };
+    yield ok({ kind: 'message', json: json(message) });
+    yield ok({ kind: 'finished', usage });
+    return;
+  }
+  yield ok(
+    sse({
+      type: 'message_start',
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: wireUsage(1),
+      },
+    }),
+  );
+  yield ok(sse({ type: 'content_block_start', index: 0, content_block: { ...toolUse, input: {} } }));
+  yield ok(sse({ type: 'ping' }));
+  for (const partial of pieces) {
+    yield ok(
+      sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: partial } }),
+    );
+  }
+  yield ok(sse({ type: 'content_block_stop', index: 0 }));
+  yield ok(
+    sse({
+      type: 'message_delta',
+      delta: { stop_reason: 'tool_use', stop_sequence: null },
+      usage: { output_tokens: pieces.length },
+    }),
+  );
+  yield ok(sse({ type: 'message_stop' }));
+  yield ok({ kind: 'finished', usage });
 }

@@ -55,6 +55,16 @@ export interface UpstreamHttp {
   close(): Promise<void>;
 }
 
+/** A cheap GET of an endpoint, for the active health checks. */
+export interface ProbeHttp {
+  /**
+   * GETs the URL without credentials and discards the body; resolves with the status once the
+   * headers arrived. `timeoutMs` bounds the whole probe, connection included (then a `timeout`
+   * failure); the signal cancels it.
+   */
+  probe(url: string, options: { timeoutMs: number; signal: AbortSignal }): Promise<Result<number, TransportFailure>>;
+}
+
 const connectErrorCodes = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
@@ -90,7 +100,7 @@ async function* readBody(body: AsyncIterable<Buffer>, signal: AbortSignal): Upst
 }
 
 /** One keep-alive connection pool for every upstream endpoint, with the timeouts applied per call. */
-export function createUpstreamHttp(timeouts: UpstreamTimeouts): UpstreamHttp {
+export function createUpstreamHttp(timeouts: UpstreamTimeouts): UpstreamHttp & ProbeHttp {
   const agent = new Agent({
     connect: { timeout: timeouts.connectMs },
     keepAliveTimeout: 30_000,
@@ -116,6 +126,28 @@ export function createUpstreamHttp(timeouts: UpstreamTimeouts): UpstreamHttp {
         });
       } catch (error) {
         return err(classify(error, signal));
+      }
+    },
+    async probe(url, { timeoutMs, signal }) {
+      const timedOut = new AbortController();
+      const timer = setTimeout(() => timedOut.abort(), timeoutMs);
+      const both = AbortSignal.any([signal, timedOut.signal]);
+      try {
+        const response = await undiciRequest(url, {
+          dispatcher: agent,
+          method: 'GET',
+          signal: both,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        });
+        response.body.dump().catch(() => undefined);
+        return ok(response.statusCode);
+      } catch (error) {
+        if (signal.aborted) return err({ kind: 'cancelled', code: 'ABORTED' });
+        if (timedOut.signal.aborted) return err({ kind: 'timeout', code: 'PROBE_TIMEOUT' });
+        return err(classify(error, both));
+      } finally {
+        clearTimeout(timer);
       }
     },
     close: () => agent.close(),

@@ -88,7 +88,10 @@ const bothEu: [string, string][] = [
 ];
 const signal = () => new AbortController().signal;
 /** The Anthropic adapter as a protocol that has no way to count tokens would be. */
-const withoutCounting: AdapterRegistry = { anthropic: { ...createAnthropicAdapter(), countTokens: undefined } };
+const withoutCounting: AdapterRegistry = {
+  ...createAdapterRegistry(),
+  anthropic: { ...createAnthropicAdapter(), countTokens: undefined },
+};
 
 describe('countTokensLive', () => {
   it("answers the first candidate's count, with its pool and region", async () => {

@@ -45,6 +45,7 @@ export function fakeHttp(answers: Record<string, Answer> | ((request: UpstreamHt
 }
 
 export const silentLogger = {
+  debug: () => undefined,
   info: () => undefined,
   warn: () => undefined,
   error: () => undefined,
@@ -54,7 +55,7 @@ export const silentLogger = {
 export function recordingLogger() {
   const lines: { level: string; fields: Record<string, unknown>; msg: string }[] = [];
   const at = (level: string) => (fields: Record<string, unknown>, msg: string) => lines.push({ level, fields, msg });
-  const logger = { info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger;
+  const logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger;
   return { logger, lines };
 }
 

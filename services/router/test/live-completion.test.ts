@@ -162,11 +162,24 @@ describe('live completion', () => {
     expect(!item!.ok && item!.error.message).not.toContain('x-api-key');
   });
 
-  it('does not fail over after a headers timeout', async () => {
+  it('fails over after a headers timeout: nothing reached the caller yet', async () => {
     const upstream = fakeHttp({ 'a1.test': { kind: 'timeout', code: 'UND_ERR_HEADERS_TIMEOUT' }, 'a2.test': okAnswer });
     const items = await run(request(bothEu), deps(upstream.http));
-    expect(upstream.hosts()).toEqual(['a1.test']);
-    expect(items).toEqual([err(expect.objectContaining({ type: 'api_error' }))]);
+    expect(upstream.hosts()).toEqual(['a1.test', 'a2.test']);
+    expect(items[0]).toEqual(ok({ kind: 'started', poolId: 'eu-a', region: 'eu-west' }));
+  });
+
+  it('says the model service did not answer in time only when every attempt timed out', async () => {
+    const timeout: Answer = { kind: 'timeout', code: 'UND_ERR_HEADERS_TIMEOUT' };
+    const allSlow = fakeHttp({ 'a1.test': timeout, 'a2.test': timeout, 'b1.test': timeout });
+    expect(await run(request(bothEu), deps(allSlow.http))).toEqual([
+      err(expect.objectContaining({ type: 'api_error', message: expect.stringContaining('in time') })),
+    ]);
+    expect(allSlow.hosts()).toEqual(['a1.test', 'a2.test', 'b1.test']);
+    const slowThenBusy = fakeHttp({ 'a1.test': timeout, 'a2.test': timeout, 'b1.test': { status: 529 } });
+    expect(await run(request(bothEu), deps(slowThenBusy.http))).toEqual([
+      err(expect.objectContaining({ type: 'overloaded_error' })),
+    ]);
   });
 
   it('treats a 200 of the wrong content type as a failed endpoint', async () => {

@@ -4,6 +4,7 @@ import type { Jurisdiction } from '@gw/config';
 import { createAdapterRegistry } from '../src/adapters';
 import { createAnthropicAdapter } from '../src/adapters/anthropic';
 import type { AdapterRegistry } from '../src/adapters';
+import { createEndpointBalancer } from '../src/balancer';
 import { createPoolDirectory } from '../src/pools';
 import { createRouter } from '../src/router';
 import { defaultTestStubOptions } from '../src/test-stub';
@@ -15,7 +16,9 @@ import type { Answer } from './fakes';
  * Residency as a property: whatever the pools, their health, the key and the candidates policy
  * sends (even wrong ones), the router never makes an attempt against a pool outside the key's
  * jurisdiction. The real router runs (createRouter → completion or count → failover loop → route
- * planning → adapters); only the HTTP layer under the adapters is fake.
+ * planning → balancer → adapters); only the HTTP layer under the adapters is fake. Each scenario
+ * sends its call three times through one balancer that ejects an endpoint at its first failure, so
+ * that ejected endpoints, and the last resort of trying them when every one is ejected, come up.
  */
 
 type Health =
@@ -147,7 +150,10 @@ function answerOf(spec: Health, request: UpstreamHttpRequest): Answer {
   }
 }
 
-/** Runs one call through the real router; the pool that answered, if any, and the error type otherwise. */
+/** Calls through one router (and balancer) per scenario. */
+const callsPerScenario = 3;
+
+/** Runs the scenario's call through the real router; per call, the pool that answered, if any, and the error type otherwise. */
 async function run(subject: Scenario) {
   const endpoints = new Map<string, { pool: number; health: Health }>();
   subject.pools.forEach((pool, index) =>
@@ -160,14 +166,18 @@ async function run(subject: Scenario) {
   });
   const adapters: AdapterRegistry = subject.adapterCounts
     ? createAdapterRegistry()
-    : { anthropic: { ...createAnthropicAdapter(), countTokens: undefined } };
+    : { ...createAdapterRegistry(), anthropic: { ...createAnthropicAdapter(), countTokens: undefined } };
+  const pools = createPoolDirectory(gatewayConfig(subject.pools));
   const router = createRouter({
-    pools: createPoolDirectory(gatewayConfig(subject.pools)),
+    pools,
     adapters,
     http: upstream.http,
     credential: (name) => (name.endsWith('_SET') ? 'sk-test' : undefined),
     logger: silentLogger,
     metrics: noMetrics,
+    balancer: createEndpointBalancer(pools, {
+      settings: { failureThreshold: 1, baseEjectionMs: 60_000, maxEjectionMs: 60_000 },
+    }),
     testStub: defaultTestStubOptions,
   });
   const request = {
@@ -183,20 +193,24 @@ async function run(subject: Scenario) {
     headers: {},
   };
   const signal = new AbortController().signal;
-  let answeredBy: string | undefined;
-  let errorType: string | undefined;
-  if (subject.call === 'count') {
-    const counted = await router.countTokens(request, signal);
-    if (counted.ok) answeredBy = counted.value.poolId || undefined;
-    else errorType = counted.error.type;
-  } else {
-    for await (const item of router.complete({ ...request, stream: subject.call === 'stream' }, signal)) {
-      if (!item.ok) errorType = item.error.type;
-      else if (item.value.kind === 'started') answeredBy = item.value.poolId;
+  const calls: { answeredBy: string | undefined; errorType: string | undefined }[] = [];
+  for (let call = 0; call < callsPerScenario; call += 1) {
+    let answeredBy: string | undefined;
+    let errorType: string | undefined;
+    if (subject.call === 'count') {
+      const counted = await router.countTokens(request, signal);
+      if (counted.ok) answeredBy = counted.value.poolId || undefined;
+      else errorType = counted.error.type;
+    } else {
+      for await (const item of router.complete({ ...request, stream: subject.call === 'stream' }, signal)) {
+        if (!item.ok) errorType = item.error.type;
+        else if (item.value.kind === 'started') answeredBy = item.value.poolId;
+      }
     }
+    calls.push({ answeredBy, errorType });
   }
   const attempted = upstream.sent.map((sent) => endpoints.get(new URL(sent.url).host)!.pool);
-  return { attempted, answeredBy, errorType, candidates: request.candidates };
+  return { attempted, calls, candidates: request.candidates };
 }
 
 describe('residency (property)', () => {
@@ -204,7 +218,7 @@ describe('residency (property)', () => {
     const seen = { foreignCandidateUp: 0, attempts: 0, answered: 0, refused: 0 };
     await fc.assert(
       fc.asyncProperty(scenario, async (subject) => {
-        const { attempted, answeredBy, errorType, candidates } = await run(subject);
+        const { attempted, calls, candidates } = await run(subject);
         const jurisdictionOf = (id: string) => subject.pools[Number(id.slice(1))]?.jurisdiction;
         const inTier = (id: string) => jurisdictionOf(id) === subject.residency;
 
@@ -213,12 +227,12 @@ describe('residency (property)', () => {
           expect(subject.pools[pool]!.jurisdiction).toBe(subject.residency);
           expect(candidates.some((candidate) => candidate.poolId === poolId(pool))).toBe(true);
         }
-        if (answeredBy !== undefined) expect(inTier(answeredBy)).toBe(true);
+        for (const { answeredBy } of calls) if (answeredBy !== undefined) expect(inTier(answeredBy)).toBe(true);
         // No candidate inside the tier: refused before any attempt.
         const usable = candidates.filter((candidate) => inTier(candidate.poolId) && candidate.upstreamModel !== '');
         if (usable.length === 0) {
           expect(attempted).toEqual([]);
-          expect(['residency_unavailable', 'api_error']).toContain(errorType);
+          for (const { errorType } of calls) expect(['residency_unavailable', 'api_error']).toContain(errorType);
         }
 
         // How often the dangerous case came up, so that the property is known to be exercised.
@@ -230,8 +244,8 @@ describe('residency (property)', () => {
         );
         if (foreignUp) seen.foreignCandidateUp += 1;
         seen.attempts += attempted.length;
-        if (answeredBy !== undefined) seen.answered += 1;
-        if (errorType === 'residency_unavailable') seen.refused += 1;
+        if (calls[0]!.answeredBy !== undefined) seen.answered += 1;
+        if (calls[0]!.errorType === 'residency_unavailable') seen.refused += 1;
       }),
       { numRuns: 300, interruptAfterTimeLimit: 20_000 },
     );

@@ -2,7 +2,7 @@ import { errorTypes } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { CompletionEvent, CompletionRequest } from '../src/completion';
 import { estimateInputTokens } from '../src/estimate';
-import { completeWithTestStub, magicText, stubChunks } from '../src/test-stub';
+import { completeWithTestStub, inputJsonPieces, magicText, stubChunks, stubToolCall } from '../src/test-stub';
 
 function stubRequest(text: string, extra: Record<string, unknown> = {}, requestId = 'req_stub'): CompletionRequest {
   const body = { model: 'claude-sonnet-5', max_tokens: 1024, messages: [{ role: 'user', content: text }], ...extra };
@@ -176,6 +176,88 @@ describe('test-key stub', () => {
     expect(Date.now() - cancelledAt).toBeLessThan(1000);
     expect(cancelled.every((item) => item.ok)).toBe(true);
     expect(cancelled.some((item) => item.ok && item.value.kind === 'finished')).toBe(false);
+  });
+
+  const weatherTool = {
+    name: 'lookup_weather',
+    description: 'Weather in a city.',
+    input_schema: {
+      type: 'object',
+      properties: {
+        city: { type: 'string' },
+        unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
+        days: { type: 'integer' },
+        hourly: { type: 'boolean' },
+      },
+      required: ['city'],
+    },
+  };
+
+  it('gw-test:tool-use streams a tool_use block whose input_json_delta pieces make the input', async () => {
+    const request = stubRequest('Weather? gw-test:tool-use', { stream: true, tools: [weatherTool, { name: 'other' }] });
+    const items = await collect(request);
+    expect(items.every((item) => item.ok)).toBe(true);
+    expect(items[0]).toMatchObject({ ok: true, value: { kind: 'started', poolId: 'test-stub' } });
+    const events = sseEvents(items);
+    const names = events.map((event) => event.event);
+    const deltas = events.filter((event) => event.event === 'content_block_delta');
+    expect(deltas.length).toBeGreaterThanOrEqual(2);
+    expect(names).toEqual([
+      'message_start',
+      'content_block_start',
+      'ping',
+      ...Array<string>(deltas.length).fill('content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    const block = events[1]!.data.content_block;
+    expect(block).toEqual({
+      type: 'tool_use',
+      id: expect.stringMatching(/^toolu_[0-9A-Za-z]{24}$/),
+      name: 'lookup_weather',
+      input: {},
+    });
+    expect(block.id).not.toBe(events[0]!.data.message.id);
+    deltas.forEach((event) => expect(event.data.delta.type).toBe('input_json_delta'));
+    const input = JSON.parse(deltas.map((event) => event.data.delta.partial_json).join(''));
+    expect(input).toEqual({ city: expect.any(String), unit: 'celsius', days: 1, hourly: true });
+    const messageDelta = events.find((event) => event.event === 'message_delta')!.data;
+    expect(messageDelta.delta.stop_reason).toBe('tool_use');
+    expect(messageDelta.usage.output_tokens).toBe(deltas.length);
+    expect(items.at(-1)).toMatchObject({
+      ok: true,
+      value: { kind: 'finished', usage: { outputTokens: deltas.length } },
+    });
+  });
+
+  it('gw-test:tool-use answers a non-streamed call with the same tool call', async () => {
+    const tools = [weatherTool];
+    const streamed = sseEvents(await collect(stubRequest('gw-test:tool-use', { stream: true, tools })));
+    const message = messageOf(await collect(stubRequest('gw-test:tool-use', { tools })));
+    expect(message).toMatchObject({ type: 'message', role: 'assistant', stop_reason: 'tool_use', stop_sequence: null });
+    const streamedInput = JSON.parse(
+      streamed
+        .filter((event) => event.event === 'content_block_delta')
+        .map((event) => event.data.delta.partial_json)
+        .join(''),
+    );
+    expect(message.content).toEqual([
+      { type: 'tool_use', id: streamed[1]!.data.content_block.id, name: 'lookup_weather', input: streamedInput },
+    ]);
+  });
+
+  it('gw-test:tool-use calls get_weather with a location when the request has no tools', async () => {
+    const message = messageOf(await collect(stubRequest('gw-test:tool-use')));
+    expect(message.content).toEqual([
+      { type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'get_weather', input: { location: 'London' } },
+    ]);
+    expect(stubToolCall({ tools: [{ name: 'noop', input_schema: { type: 'object' } }] })).toEqual({
+      name: 'noop',
+      input: {},
+    });
+    expect(inputJsonPieces({})).toEqual(['{', '}']);
+    expect(inputJsonPieces({ location: 'London' }).join('')).toBe('{"location":"London"}');
   });
 
   it('refuses a body that is not a JSON object', async () => {

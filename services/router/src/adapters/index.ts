@@ -1,5 +1,6 @@
 import type { PoolConfig } from '@gw/config';
 import { createAnthropicAdapter } from './anthropic';
+import { createOpenAIAdapter } from './openai';
 import type { UpstreamAdapter } from './types';
 
 export type { AdapterCall, CountTokensCall, CountTokensCapability, UpstreamAdapter, UpstreamErrorBody } from './types';
@@ -8,5 +9,5 @@ export type { AdapterCall, CountTokensCall, CountTokensCapability, UpstreamAdapt
 export type AdapterRegistry = Record<PoolConfig['adapter'], UpstreamAdapter>;
 
 export function createAdapterRegistry(): AdapterRegistry {
-  return { anthropic: createAnthropicAdapter() };
+  return { anthropic: createAnthropicAdapter(), openai: createOpenAIAdapter() };
 }

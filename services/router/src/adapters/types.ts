@@ -40,6 +40,14 @@ export interface UpstreamErrorBody {
  * upstream's answer to completion events; the router does the HTTP and the failover.
  */
 export interface UpstreamAdapter {
+  /**
+   * Optional. Refuses, before anything is sent, a request this protocol cannot carry as the
+   * adapter is configured: an `invalid_request_error` naming the field (e.g. an image for a
+   * text-only upstream, a server tool). Depends only on the body and the stream flag, so one check
+   * per pool is enough. Absent: every request can be carried. `buildRequest` of a refused call sends
+   * what can be carried.
+   */
+  checkRequest?(call: Pick<AdapterCall, 'body' | 'stream'>): Result<void>;
   buildRequest(call: AdapterCall): UpstreamHttpRequest;
   /** Whether a 200 with this content type is the kind of answer the call asked for. */
   acceptsContentType(contentType: string | undefined, stream: boolean): boolean;

@@ -1,0 +1,237 @@
+import type { DetectorId, EntityType } from './types';
+
+/** A match in NORMALISED offsets, before thresholds and overlap resolution. */
+export interface Candidate {
+  readonly detector: DetectorId;
+  readonly type: EntityType;
+  readonly start: number;
+  readonly end: number;
+  readonly score: number;
+  /** The value in a canonical form (digits only, lower-case email, E.164 phone): `[TYPE_n]` numbering key. */
+  readonly canonical: string;
+}
+
+/** Context words: how far around a match they count (normalised characters). */
+export const CONTEXT_BEFORE = 60;
+export const CONTEXT_AFTER = 30;
+/** A context word raises the score by this much, and to at least CONTEXT_MIN (Presidio's 0.35 / 0.4). */
+export const CONTEXT_BOOST = 0.35;
+export const CONTEXT_MIN = 0.4;
+/**
+ * A negative context word ("order", "invoice", "version", …) lowers the score by this much. It counts only
+ * shortly BEFORE the value (a label precedes its value), so that the label of the NEXT value ("…PESEL
+ * 44051401359. Order 123…") does not count against this one.
+ */
+export const NEGATIVE_PENALTY = 0.35;
+export const NEGATIVE_BEFORE = 32;
+export const NEGATIVE_AFTER = 0;
+
+/** One boundary-aware, case-insensitive regex for a list of words or phrases. */
+export function wordList(words: readonly string[]): RegExp {
+  const escaped = [...words]
+    .sort((a, b) => b.length - a.length)
+    .map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/ /g, '[\\s_.-]{1,3}'));
+  return new RegExp(`(?<![\\p{L}\\p{N}])(?:${escaped.join('|')})(?![\\p{L}\\p{N}])`, 'iu');
+}
+
+/** Words that make a number look like a business reference rather than personal data. */
+export const NEGATIVE_CONTEXT = wordList([
+  'order',
+  'order no',
+  'order number',
+  'invoice',
+  'inv',
+  'ref',
+  'reference',
+  'ticket',
+  'tracking',
+  'tracking number',
+  'timestamp',
+  'transaction',
+  'txn',
+  'serial',
+  'serial number',
+  'isbn',
+  'sku',
+  'part number',
+  'product code',
+  'po number',
+  'confirmation',
+  'booking',
+  'version',
+  'build',
+]);
+
+const WORD_CHAR = /^[\p{L}\p{N}_]$/u;
+
+export function isWordChar(text: string, index: number): boolean {
+  if (index < 0 || index >= text.length) return false;
+  const unit = text.charCodeAt(index);
+  if (unit < 0x80) {
+    return (unit >= 48 && unit <= 57) || (unit >= 65 && unit <= 90) || (unit >= 97 && unit <= 122) || unit === 95;
+  }
+  const codePoint = text.codePointAt(index)!;
+  if (unit >= 0xdc00 && unit <= 0xdfff && index > 0) return WORD_CHAR.test(String.fromCodePoint(text.codePointAt(index - 1)!));
+  return WORD_CHAR.test(String.fromCodePoint(codePoint));
+}
+
+export const isDigitCode = (unit: number): boolean => unit >= 48 && unit <= 57;
+
+/** Characters tolerated between digit groups of one number (after normalisation: all dashes are '-'). */
+export const isSeparatorCode = (unit: number): boolean =>
+  unit === 32 || unit === 9 || unit === 10 || unit === 13 || unit === 45 || unit === 46 || unit === 47 || unit === 40 || unit === 41;
+
+/** At most this many separator characters between two digit groups (" - ", ") (" …). */
+export const MAX_SEPARATOR_RUN = 3;
+
+/**
+ * A run of digits with separators between groups: "020 7946 0958", "4111-1111-1111-1111", "9 4 3 4 7 6 5 9 1 9".
+ * Numeric detectors look at windows of whole consecutive groups, so a value inside a longer run is still found
+ * while a window never cuts a group of contiguous digits.
+ */
+export interface DigitRun {
+  readonly start: number;
+  readonly end: number;
+  /** [start, end) of each group of contiguous digits. */
+  readonly groupStarts: readonly number[];
+  readonly groupEnds: readonly number[];
+  /** All digits of the run; digitOffsets[k] is where group k starts in it (length: groups + 1). */
+  readonly digits: string;
+  readonly digitOffsets: readonly number[];
+  /** Offset of a '+' just before the run (or '+' and one space), else -1. */
+  readonly plus: number;
+}
+
+/** Scan state shared by the detectors for one normalised text. */
+export class Scan {
+  constructor(readonly text: string) {}
+
+  /** True when a word of `words` occurs within the context window around [start, end). */
+  near(words: RegExp, start: number, end: number, before = CONTEXT_BEFORE, after = CONTEXT_AFTER): boolean {
+    return (
+      words.test(this.text.slice(Math.max(0, start - before), start)) || words.test(this.text.slice(end, end + after))
+    );
+  }
+
+  /** base → +context (at least CONTEXT_MIN) → −negative context, clamped to [0, 1]. */
+  score(
+    base: number,
+    start: number,
+    end: number,
+    positive: RegExp | null,
+    options: { boost?: number; negative?: RegExp | null } = {},
+  ): number {
+    let score = base;
+    if (positive !== null && this.near(positive, start, end)) {
+      score = Math.max(score + (options.boost ?? CONTEXT_BOOST), CONTEXT_MIN);
+    }
+    const negative = options.negative === undefined ? NEGATIVE_CONTEXT : options.negative;
+    if (negative !== null && this.near(negative, start, end, NEGATIVE_BEFORE, NEGATIVE_AFTER)) score -= NEGATIVE_PENALTY;
+    return Math.min(1, Math.max(0, Math.round(score * 100) / 100));
+  }
+
+  /**
+   * The digit runs of the text, found as they are iterated (not kept: holding tens of thousands of small arrays
+   * for the whole scan made garbage collection grow faster than the input).
+   */
+  runs(): Generator<DigitRun> {
+    return digitRuns(this.text);
+  }
+}
+
+/** Runs with fewer digits than this are of no use to any detector (the shortest phone number has 7). */
+export const MIN_RUN_DIGITS = 7;
+
+/** End of the run starting at the digit at `index`, and its digit count (no allocation). */
+function measureRun(text: string, index: number): { end: number; digits: number } {
+  const length = text.length;
+  let digits = 0;
+  for (;;) {
+    while (index < length && isDigitCode(text.charCodeAt(index))) {
+      index += 1;
+      digits += 1;
+    }
+    let next = index;
+    while (next < length && next - index < MAX_SEPARATOR_RUN && isSeparatorCode(text.charCodeAt(next))) next += 1;
+    if (next > index && next < length && isDigitCode(text.charCodeAt(next))) index = next;
+    else return { end: index, digits };
+  }
+}
+
+export function* digitRuns(text: string): Generator<DigitRun> {
+  const length = text.length;
+  let index = 0;
+  while (index < length) {
+    if (!isDigitCode(text.charCodeAt(index))) {
+      index += 1;
+      continue;
+    }
+    const measured = measureRun(text, index);
+    if (measured.digits < MIN_RUN_DIGITS) {
+      index = measured.end;
+      continue;
+    }
+    const groupStarts: number[] = [];
+    const groupEnds: number[] = [];
+    const digitOffsets: number[] = [0];
+    const parts: string[] = [];
+    let digitCount = 0;
+    while (index < measured.end) {
+      const groupStart = index;
+      while (index < measured.end && isDigitCode(text.charCodeAt(index))) index += 1;
+      groupStarts.push(groupStart);
+      groupEnds.push(index);
+      parts.push(text.slice(groupStart, index));
+      digitCount += index - groupStart;
+      digitOffsets.push(digitCount);
+      while (index < measured.end && !isDigitCode(text.charCodeAt(index))) index += 1;
+    }
+    const start = groupStarts[0]!;
+    let plus = -1;
+    if (start >= 1 && text.charCodeAt(start - 1) === 43) plus = start - 1;
+    else if (start >= 2 && text.charCodeAt(start - 1) === 32 && text.charCodeAt(start - 2) === 43) plus = start - 2;
+    yield { start, end: measured.end, groupStarts, groupEnds, digits: parts.join(''), digitOffsets, plus };
+  }
+}
+
+/** Digits of groups first..last of a run. */
+export function windowDigits(run: DigitRun, first: number, last: number): string {
+  return run.digits.slice(run.digitOffsets[first]!, run.digitOffsets[last + 1]!);
+}
+
+/** A window may start at group `first` / end at group `last` only if no letter or digit touches it outside. */
+export function windowBoundaryOk(text: string, run: DigitRun, first: number, last: number): boolean {
+  if (first === 0) {
+    if (isWordChar(text, run.start - 1)) return false;
+  } else if (isDot(text, run.groupEnds[first - 1]!, run.groupStarts[first]!)) return false;
+  if (last === run.groupStarts.length - 1) {
+    if (isWordChar(text, run.end)) return false;
+  } else if (isDot(text, run.groupEnds[last]!, run.groupStarts[last + 1]!)) return false;
+  return true;
+}
+
+/** A single '.' binds its groups (decimals, dotted quads, "1234.56.782"): windows never cut there. */
+function isDot(text: string, from: number, to: number): boolean {
+  return to - from === 1 && text.charCodeAt(from) === 46;
+}
+
+export interface Detector {
+  readonly ids: readonly DetectorId[];
+  run(scan: Scan, out: Candidate[]): void;
+}
+
+/** Every match of a global regex (lastIndex reset first; empty matches step on). */
+export function* allMatches(pattern: RegExp, text: string): Generator<RegExpExecArray> {
+  pattern.lastIndex = 0;
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    if (match[0].length === 0) pattern.lastIndex += 1;
+    yield match;
+  }
+}
+
+/** Lengths of the groups first..last: "3,3,4" for "943 476 5919". */
+export function grouping(run: DigitRun, first: number, last: number): string {
+  const sizes: number[] = [];
+  for (let group = first; group <= last; group += 1) sizes.push(run.groupEnds[group]! - run.groupStarts[group]!);
+  return sizes.join(',');
+}
