@@ -17,14 +17,25 @@
 export interface Normalised {
   /** The normalised text that detectors scan. */
   readonly text: string;
-  /** Original offset of the code point each normalised UTF-16 unit comes from; null when the map is identity. */
-  readonly starts: Int32Array | null;
-  /** Original offset just past that code point (and past combining marks folded away after it). */
-  readonly ends: Int32Array | null;
+  /** Map back to the original; null when it is the identity (the text had nothing to fold). */
+  readonly segments: Segments | null;
 }
 
-// eslint-disable-next-line no-control-regex
-const ASCII_ONLY = /^[\u0000-\u007f]*$/;
+/**
+ * The offset map, as segments of the normalised text (parallel arrays, sorted by `norm`). An identity segment
+ * maps its UTF-16 units one to one from `orig`; a folded segment is the output of ONE original code point
+ * [orig, origEnd) (a fullwidth digit, a ligature's expansion, a digit of another script), widened over the
+ * combining marks removed after it. Removed characters (zero-width, format) have no segment: the next segment
+ * simply starts further on in the original. Unchanged non-ASCII text ("é") stays in identity segments, so a
+ * text in French or Polish has few segments and toOriginal is a binary search.
+ */
+export interface Segments {
+  readonly norm: number[];
+  readonly orig: number[];
+  /** -1 for an identity segment, else the original end of the folded code point. */
+  readonly origEnd: number[];
+}
+
 const STRIPPED = /^[\p{Cf}\p{Mn}\p{Me}\u115f\u1160\u3164\uffa0\u2800]$/u;
 const MARK = /^[\p{Mn}\p{Me}]$/u;
 const SPACE = /^\s$/u;
@@ -121,65 +132,113 @@ export function foldCodePoint(codePoint: number): string {
   return folded;
 }
 
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\u0000-\u007f]/g;
+
 export function normalise(text: string): Normalised {
-  if (ASCII_ONLY.test(text)) return { text, starts: null, ends: null };
-  let capacity = text.length + 64;
-  let starts = new Int32Array(capacity);
-  let ends = new Int32Array(capacity);
+  NON_ASCII.lastIndex = 0;
+  let match = NON_ASCII.exec(text);
+  if (match === null) return { text, segments: null };
+  const segments: Segments = { norm: [], orig: [], origEnd: [] };
   const pieces: string[] = [];
   let length = 0;
-  let asciiFrom = 0;
-  const flushAscii = (to: number): void => {
-    if (to > asciiFrom) pieces.push(text.slice(asciiFrom, to));
-  };
-  const grow = (needed: number): void => {
-    if (needed <= capacity) return;
-    while (capacity < needed) capacity *= 2;
-    const nextStarts = new Int32Array(capacity);
-    nextStarts.set(starts.subarray(0, length));
-    starts = nextStarts;
-    const nextEnds = new Int32Array(capacity);
-    nextEnds.set(ends.subarray(0, length));
-    ends = nextEnds;
-  };
-  let index = 0;
-  while (index < text.length) {
-    const unit = text.charCodeAt(index);
-    if (unit < 0x80) {
-      grow(length + 1);
-      starts[length] = index;
-      ends[length] = index + 1;
-      length += 1;
-      index += 1;
-      continue;
+  let position = 0;
+  let changed = false;
+  const last = (): number => segments.norm.length - 1;
+  /** Appends `units` UTF-16 units copied one to one from the original at `from`. */
+  const identity = (from: number, units: number): void => {
+    if (units === 0) return;
+    const k = last();
+    const contiguous =
+      k >= 0 && segments.origEnd[k] === -1 && segments.orig[k]! + (length - segments.norm[k]!) === from;
+    if (!contiguous) {
+      segments.norm.push(length);
+      segments.orig.push(from);
+      segments.origEnd.push(-1);
     }
-    flushAscii(index);
-    const codePoint = text.codePointAt(index)!;
+    pieces.push(text.slice(from, from + units));
+    length += units;
+  };
+  for (;;) {
+    const next = match === null ? text.length : match.index;
+    identity(position, next - position);
+    if (match === null) break;
+    const codePoint = text.codePointAt(next)!;
     const size = codePoint > 0xffff ? 2 : 1;
     const folded = foldCodePoint(codePoint);
-    if (folded.length === 0) {
-      // A combining mark belongs to the character before it: widen that character's span over it.
-      if (length > 0 && ends[length - 1] === index && MARK.test(String.fromCodePoint(codePoint))) {
-        ends[length - 1] = index + size;
-      }
+    const original = text.slice(next, next + size);
+    if (folded === original) {
+      identity(next, size);
     } else {
-      pieces.push(folded);
-      grow(length + folded.length);
-      for (let k = 0; k < folded.length; k += 1) {
-        starts[length] = index;
-        ends[length] = index + size;
-        length += 1;
+      changed = true;
+      if (folded.length === 0) {
+        if (length > 0 && MARK.test(original)) widenLast(segments, length, text, next, size);
+      } else {
+        segments.norm.push(length);
+        segments.orig.push(next);
+        segments.origEnd.push(next + size);
+        pieces.push(folded);
+        length += folded.length;
       }
     }
-    index += size;
-    asciiFrom = index;
+    position = next + size;
+    NON_ASCII.lastIndex = position;
+    match = NON_ASCII.exec(text);
   }
-  flushAscii(text.length);
-  return { text: pieces.join(''), starts: starts.subarray(0, length), ends: ends.subarray(0, length) };
+  if (!changed) return { text, segments: null };
+  return { text: pieces.join(''), segments };
 }
 
-/** Maps a non-empty span of the normalised text back to the original text. */
+/**
+ * A combining mark removed at [at, at + size) belongs to the character just before it: widen that character's
+ * span over it (splitting it off its identity segment when needed), so that a replaced value takes its accents.
+ */
+function widenLast(segments: Segments, length: number, text: string, at: number, size: number): void {
+  const k = segments.norm.length - 1;
+  if (k < 0) return;
+  if (segments.origEnd[k] !== -1) {
+    if (segments.origEnd[k] === at) segments.origEnd[k] = at + size;
+    return;
+  }
+  const lastOrig = segments.orig[k]! + (length - 1 - segments.norm[k]!);
+  if (lastOrig + 1 !== at) return;
+  // The last character of the identity segment: one unit, or a surrogate pair.
+  const pair = lastOrig > segments.orig[k]! && /[\udc00-\udfff]/.test(text[lastOrig]!) && /[\ud800-\udbff]/.test(text[lastOrig - 1]!);
+  const units = pair ? 2 : 1;
+  const normStart = length - units;
+  const origStart = lastOrig + 1 - units;
+  if (normStart === segments.norm[k]) {
+    segments.origEnd[k] = at + size;
+  } else {
+    segments.norm.push(normStart);
+    segments.orig.push(origStart);
+    segments.origEnd.push(at + size);
+  }
+}
+
+/** Index of the segment holding normalised offset `offset` (the last segment starting at or before it). */
+function segmentAt(segments: Segments, offset: number): number {
+  let low = 0;
+  let high = segments.norm.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >> 1;
+    if (segments.norm[middle]! <= offset) low = middle;
+    else high = middle - 1;
+  }
+  return low;
+}
+
+/** Maps a non-empty span of the normalised text back to the original text (whole code points). */
 export function toOriginal(normalised: Normalised, start: number, end: number): { start: number; end: number } {
-  if (normalised.starts === null || normalised.ends === null) return { start, end };
-  return { start: normalised.starts[start]!, end: normalised.ends[end - 1]! };
+  const segments = normalised.segments;
+  if (segments === null) return { start, end };
+  const first = segmentAt(segments, start);
+  const lastSegment = segmentAt(segments, end - 1);
+  return {
+    start: segments.origEnd[first] === -1 ? segments.orig[first]! + (start - segments.norm[first]!) : segments.orig[first]!,
+    end:
+      segments.origEnd[lastSegment] === -1
+        ? segments.orig[lastSegment]! + (end - segments.norm[lastSegment]!)
+        : segments.origEnd[lastSegment]!,
+  };
 }

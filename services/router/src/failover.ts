@@ -50,6 +50,8 @@ export interface EndpointTarget {
 
 /** One kind of upstream call as one pool's adapter makes it. */
 export interface PoolCall {
+  /** Refuses, before anything is sent, a request this pool's protocol cannot carry (e.g. images). */
+  check?(): Result<void>;
   request(target: EndpointTarget): UpstreamHttpRequest;
   /** Whether a 200 with this content type is the answer the call asked for. */
   accepts(contentType: string | undefined): boolean;
@@ -283,6 +285,8 @@ export async function sendWithFailover<C extends PoolCall>(
     const adapter = deps.adapters[pool.adapter];
     const call = operation.callFor(adapter);
     if (call === undefined) return { kind: 'unsupported', pool };
+    const checked = call.check?.();
+    if (checked && !checked.ok) return { kind: 'failed', error: checked.error };
     const ready: Ready = { pool, adapter, call, upstreamModel, credential, skipped: [] };
     tried.push(ready);
     const offered = new Set<string>();

@@ -26,6 +26,7 @@ export async function* completeLive(
     name: 'messages',
     generating: !request.stream,
     callFor: (adapter) => ({
+      check: () => adapter.checkRequest?.({ body, stream: request.stream }) ?? ok(undefined),
       request: (target) =>
         adapter.buildRequest({
           ...target,
