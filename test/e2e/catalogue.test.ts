@@ -187,8 +187,7 @@ describe('model catalogue, residency and validation', () => {
   });
 
   it('serves each key inside its jurisdiction and says where', async () => {
-    await fetch(`${h.simUrls[0]}/_sim/requests`, { method: 'DELETE' });
-    await fetch(`${h.simUrls[1]}/_sim/requests`, { method: 'DELETE' });
+    await Promise.all(h.simUrls.map((url) => fetch(`${url}/_sim/requests`, { method: 'DELETE' })));
     const eu = await sdk(proEu).messages.create(ask('claude-sonnet-5')).withResponse();
     const uk = await sdk(proUk).messages.create(ask('claude-sonnet-5')).withResponse();
     expect(eu.response.headers.get('x-gateway-region')).toBe('eu-west');

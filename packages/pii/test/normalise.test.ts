@@ -4,7 +4,7 @@ describe('normalise', () => {
   it('returns ASCII text as is, with an identity map', () => {
     const result = normalise('plain ASCII 123 @ example.com');
     expect(result.text).toBe('plain ASCII 123 @ example.com');
-    expect(result.starts).toBeNull();
+    expect(result.segments).toBeNull();
     expect(toOriginal(result, 6, 11)).toEqual({ start: 6, end: 11 });
   });
 
