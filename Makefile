@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration bench bench-quota clean
+.PHONY: help deps build gen lint up down test test-unit test-integration bench bench-quota bench-pii clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
@@ -46,7 +46,7 @@ test: lint
 # Benchmarks are not tests: `make test` never runs them. They use the PostgreSQL and Redis on loopback
 # named by DATABASE_URL and REDIS_URL, read from the infra.env of the tests' (or `make up`'s)
 # infrastructure when not set; see bench/README.md.
-bench: bench-quota
+bench: bench-quota bench-pii
 
 bench-quota: build
 	pnpm exec tsc -b bench/quota
@@ -57,5 +57,10 @@ bench-quota: build
 	fi; \
 	node bench/quota/dist/main.js
 
+# In process, no infrastructure: the privacy modes' detection and transformation library (@gw/pii).
+bench-pii: deps
+	pnpm exec tsc -b packages/pii/bench
+	node packages/pii/bench/dist/main.js
+
 clean:
-	rm -rf node_modules */*/node_modules */*/dist packages/proto/src/gen
+	rm -rf node_modules */*/node_modules */*/dist packages/pii/bench/dist packages/proto/src/gen

@@ -83,7 +83,7 @@ export async function waitHealthy(state: StateDir, specs: ProcessSpec[], timeout
 }
 
 /** Stops a service started by startProcess: SIGTERM, then SIGKILL after graceMs. */
-export async function stopProcess(state: StateDir, name: string, graceMs = 8_000): Promise<void> {
+export async function stopProcess(state: StateDir, name: string, graceMs = 25_000): Promise<void> {
   const pid = await pidOf(state, name);
   if (pid !== undefined) {
     process.kill(pid, 'SIGTERM');

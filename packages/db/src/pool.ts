@@ -2,10 +2,14 @@ import { Pool } from 'pg';
 
 export type { Pool, PoolClient } from 'pg';
 
-/** A connection pool whose broken idle connections are reported instead of crashing the process. */
+/** A connection pool whose broken connections, idle or in use, are reported instead of crashing the process. */
 export function createPool(connectionString: string, onError: (error: Error) => void, max = 10): Pool {
   const pool = new Pool({ connectionString, max, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
   pool.on('error', onError);
+  // The pool listens on idle clients only. A client checked out for a transaction whose connection the
+  // server ends between two statements (a PostgreSQL restart) would emit an unhandled 'error' and end
+  // the process; heard here, the statement in progress fails instead and its caller retries.
+  pool.on('connect', (client) => client.on('error', onError));
   return pool;
 }
 

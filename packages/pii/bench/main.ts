@@ -101,7 +101,8 @@ function nearestRank(sorted: Float64Array, percentile: number): number {
 }
 
 function run(operation: string, size: string, text: string, reps: number, body: () => void): Result {
-  for (let warm = 0; warm < Math.min(5, reps); warm += 1) body();
+  // Warm-up (JIT, regex compilation, phone metadata): a sixth of the repetitions, at least two.
+  for (let warm = 0; warm < Math.max(2, Math.ceil(reps / 6)); warm += 1) body();
   const samples = new Float64Array(reps);
   for (let index = 0; index < reps; index += 1) {
     const started = performance.now();

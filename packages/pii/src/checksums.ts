@@ -75,7 +75,20 @@ export function nlBsn(digits: string): boolean {
 
 export function validDate(year: number, month: number, day: number): boolean {
   if (month < 1 || month > 12 || day < 1) return false;
-  const days = [31, year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  const days = [
+    31,
+    year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28,
+    31,
+    30,
+    31,
+    30,
+    31,
+    31,
+    30,
+    31,
+    30,
+    31,
+  ];
   return day <= days[month - 1]!;
 }
 
@@ -105,7 +118,8 @@ export function frNir(value: string): boolean {
   const month = Number(value.slice(3, 5));
   if (!((month >= 1 && month <= 12) || month === 20 || (month >= 30 && month <= 42) || month >= 50)) return false;
   const department = value.slice(5, 7).toUpperCase();
-  const body = value.slice(0, 5) + (department === '2A' ? '19' : department === '2B' ? '18' : department) + value.slice(7, 13);
+  const body =
+    value.slice(0, 5) + (department === '2A' ? '19' : department === '2B' ? '18' : department) + value.slice(7, 13);
   if (!/^\d{13}$/.test(body) || !/^\d{2}$/.test(value.slice(13))) return false;
   const key = Number(value.slice(13));
   // 13 digits stay below 2^53: plain numbers are exact.

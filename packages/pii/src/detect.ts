@@ -8,7 +8,14 @@ import { phoneDetector } from './detectors/phone';
 import { ukDetector } from './detectors/uk';
 import { normalise, toOriginal } from './normalise';
 import { Scan, type Candidate, type Detector } from './scan';
-import { DETECTOR_TYPES, ENTITY_TYPES, type DetectOptions, type DetectorId, type Entity, type EntityType } from './types';
+import {
+  DETECTOR_TYPES,
+  ENTITY_TYPES,
+  type DetectOptions,
+  type DetectorId,
+  type Entity,
+  type EntityType,
+} from './types';
 
 /** Minimum confidence per detector. Scores are documented in README.md ("Entities and scores"). */
 export const DEFAULT_THRESHOLDS: Readonly<Record<DetectorId, number>> = {
@@ -64,7 +71,7 @@ export interface Detected extends Entity {
   readonly canonical: string;
 }
 
-interface Placed extends Detected {
+export interface Placed extends Detected {
   readonly normStart: number;
   readonly normEnd: number;
 }
@@ -113,7 +120,12 @@ export function resolveOverlaps(placed: Placed[], normText: string): Detected[] 
       end,
       confidence: winner.confidence,
       detector: winner.detector,
-      canonical: merged ? normText.slice(normStart, normEnd).replace(/[^\p{L}\p{N}@.]/gu, '').toUpperCase() : winner.canonical,
+      canonical: merged
+        ? normText
+            .slice(normStart, normEnd)
+            .replace(/[^\p{L}\p{N}@.]/gu, '')
+            .toUpperCase()
+        : winner.canonical,
     });
   }
   return resolved;

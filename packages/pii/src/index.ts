@@ -5,6 +5,7 @@ export { createRestorer, jsonEscape, restoreAll, type RestoreOptions, type Resto
 export { countByType, redact, tokenise, type RedactResult, type TokeniseResult } from './transform';
 export {
   DETECTOR_IDS,
+  DETECTOR_TYPES,
   ENTITY_TYPES,
   type Counts,
   type DetectOptions,

@@ -203,7 +203,10 @@ function widenLast(segments: Segments, length: number, text: string, at: number,
   const lastOrig = segments.orig[k]! + (length - 1 - segments.norm[k]!);
   if (lastOrig + 1 !== at) return;
   // The last character of the identity segment: one unit, or a surrogate pair.
-  const pair = lastOrig > segments.orig[k]! && /[\udc00-\udfff]/.test(text[lastOrig]!) && /[\ud800-\udbff]/.test(text[lastOrig - 1]!);
+  const pair =
+    lastOrig > segments.orig[k]! &&
+    /[\udc00-\udfff]/.test(text[lastOrig]!) &&
+    /[\ud800-\udbff]/.test(text[lastOrig - 1]!);
   const units = pair ? 2 : 1;
   const normStart = length - units;
   const origStart = lastOrig + 1 - units;
@@ -235,7 +238,8 @@ export function toOriginal(normalised: Normalised, start: number, end: number): 
   const first = segmentAt(segments, start);
   const lastSegment = segmentAt(segments, end - 1);
   return {
-    start: segments.origEnd[first] === -1 ? segments.orig[first]! + (start - segments.norm[first]!) : segments.orig[first]!,
+    start:
+      segments.origEnd[first] === -1 ? segments.orig[first]! + (start - segments.norm[first]!) : segments.orig[first]!,
     end:
       segments.origEnd[lastSegment] === -1
         ? segments.orig[lastSegment]! + (end - segments.norm[lastSegment]!)

@@ -47,7 +47,10 @@ export function createNonce(): string {
 /** A regex for the complete placeholders of one nonce (global; groups: type, number). */
 export function placeholderPattern(nonce: string): RegExp {
   assertNonce(nonce);
-  return new RegExp(`\\[\\[PII:([A-Z][A-Z0-9_]{0,${MAX_TYPE_LENGTH - 1}}):([1-9][0-9]{0,${MAX_NUMBER_DIGITS - 1}}):${nonce}\\]\\]`, 'g');
+  return new RegExp(
+    `\\[\\[PII:([A-Z][A-Z0-9_]{0,${MAX_TYPE_LENGTH - 1}}):([1-9][0-9]{0,${MAX_NUMBER_DIGITS - 1}}):${nonce}\\]\\]`,
+    'g',
+  );
 }
 
 const isUpper = (unit: number): boolean => unit >= 65 && unit <= 90;
@@ -68,7 +71,10 @@ export function isPlaceholderPrefix(text: string, from: number, nonce: string): 
   }
   // Type.
   let typeLength = 0;
-  while (index < length && (isUpper(text.charCodeAt(index)) || (typeLength > 0 && (isDigit(text.charCodeAt(index)) || text[index] === '_')))) {
+  while (
+    index < length &&
+    (isUpper(text.charCodeAt(index)) || (typeLength > 0 && (isDigit(text.charCodeAt(index)) || text[index] === '_')))
+  ) {
     typeLength += 1;
     index += 1;
     if (typeLength > MAX_TYPE_LENGTH) return false;

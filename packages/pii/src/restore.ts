@@ -45,7 +45,8 @@ function isHighSurrogate(unit: number): boolean {
 export function createRestorer(map: TokenMap, nonce: string, options: RestoreOptions = {}): Restorer {
   const pattern = placeholderPattern(nonce);
   const values = new Map<string, string>();
-  for (const [token, value] of Object.entries(map)) values.set(token, options.json === true ? jsonEscape(value) : value);
+  for (const [token, value] of Object.entries(map))
+    values.set(token, options.json === true ? jsonEscape(value) : value);
   const window = maxPlaceholderLength(nonce) - 1;
   let pending = '';
 

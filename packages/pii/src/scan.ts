@@ -71,7 +71,8 @@ export function isWordChar(text: string, index: number): boolean {
     return (unit >= 48 && unit <= 57) || (unit >= 65 && unit <= 90) || (unit >= 97 && unit <= 122) || unit === 95;
   }
   const codePoint = text.codePointAt(index)!;
-  if (unit >= 0xdc00 && unit <= 0xdfff && index > 0) return WORD_CHAR.test(String.fromCodePoint(text.codePointAt(index - 1)!));
+  if (unit >= 0xdc00 && unit <= 0xdfff && index > 0)
+    return WORD_CHAR.test(String.fromCodePoint(text.codePointAt(index - 1)!));
   return WORD_CHAR.test(String.fromCodePoint(codePoint));
 }
 
@@ -79,7 +80,15 @@ export const isDigitCode = (unit: number): boolean => unit >= 48 && unit <= 57;
 
 /** Characters tolerated between digit groups of one number (after normalisation: all dashes are '-'). */
 export const isSeparatorCode = (unit: number): boolean =>
-  unit === 32 || unit === 9 || unit === 10 || unit === 13 || unit === 45 || unit === 46 || unit === 47 || unit === 40 || unit === 41;
+  unit === 32 ||
+  unit === 9 ||
+  unit === 10 ||
+  unit === 13 ||
+  unit === 45 ||
+  unit === 46 ||
+  unit === 47 ||
+  unit === 40 ||
+  unit === 41;
 
 /** At most this many separator characters between two digit groups (" - ", ") (" …). */
 export const MAX_SEPARATOR_RUN = 3;
@@ -126,7 +135,8 @@ export class Scan {
       score = Math.max(score + (options.boost ?? CONTEXT_BOOST), CONTEXT_MIN);
     }
     const negative = options.negative === undefined ? NEGATIVE_CONTEXT : options.negative;
-    if (negative !== null && this.near(negative, start, end, NEGATIVE_BEFORE, NEGATIVE_AFTER)) score -= NEGATIVE_PENALTY;
+    if (negative !== null && this.near(negative, start, end, NEGATIVE_BEFORE, NEGATIVE_AFTER))
+      score -= NEGATIVE_PENALTY;
     return Math.min(1, Math.max(0, Math.round(score * 100) / 100));
   }
 

@@ -17,7 +17,11 @@ export interface TokeniseResult {
 }
 
 /** Replaces the entities of one text, left to right over non-overlapping spans. */
-function replaceEntities(text: string, entities: readonly Detected[], replacement: (entity: Detected) => string): string {
+function replaceEntities(
+  text: string,
+  entities: readonly Detected[],
+  replacement: (entity: Detected) => string,
+): string {
   if (entities.length === 0) return text;
   let output = '';
   let last = 0;
@@ -59,7 +63,11 @@ export function redact(texts: readonly string[], options: DetectOptions = {}): R
   const output = texts.map((text) => {
     const entities = detectDetailed(text, options);
     count(counts, entities);
-    return replaceEntities(text, entities, (entity) => `[${entity.type}_${numbering.numberOf(entity.type, entity.canonical)}]`);
+    return replaceEntities(
+      text,
+      entities,
+      (entity) => `[${entity.type}_${numbering.numberOf(entity.type, entity.canonical)}]`,
+    );
   });
   return { texts: output, counts };
 }

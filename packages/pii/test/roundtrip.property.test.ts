@@ -21,7 +21,18 @@ const PII_VALUES: readonly string[] = [
   'АВ123456С',
   'ＳＷ１Ａ １ＡＡ',
 ];
-const LABELS = ['NHS number ', 'card ', 'IBAN: ', 'call ', 'DOB ', 'born ', 'passport ', 'PESEL ', 'BSN ', 'Steuer-ID '];
+const LABELS = [
+  'NHS number ',
+  'card ',
+  'IBAN: ',
+  'call ',
+  'DOB ',
+  'born ',
+  'passport ',
+  'PESEL ',
+  'BSN ',
+  'Steuer-ID ',
+];
 const NOISE = [
   ' ',
   ', ',
@@ -51,7 +62,14 @@ const text = fc.array(segment, { maxLength: 10 }).map((segments) => segments.joi
 const texts = fc.array(text, { minLength: 1, maxLength: 3 });
 
 /** Streams `source` through a fresh restorer cut at `cuts`; checks that no released piece shows the nonce. */
-function stream(source: string, cuts: readonly number[], map: TokenMap, nonce: string, json = false, leakCheck = true): string {
+function stream(
+  source: string,
+  cuts: readonly number[],
+  map: TokenMap,
+  nonce: string,
+  json = false,
+  leakCheck = true,
+): string {
   const restorer = createRestorer(map, nonce, { json });
   let output = '';
   let from = 0;
@@ -92,7 +110,10 @@ describe('tokenise → echo → restore', () => {
     fc.assert(
       fc.property(
         texts.chain((originals) =>
-          fc.tuple(fc.constant(originals), fc.array(fc.array(fc.nat(), { maxLength: 40 }), { minLength: 1, maxLength: 5 })),
+          fc.tuple(
+            fc.constant(originals),
+            fc.array(fc.array(fc.nat(), { maxLength: 40 }), { minLength: 1, maxLength: 5 }),
+          ),
         ),
         ([originals, chunkings]) => {
           const nonce = createNonce();

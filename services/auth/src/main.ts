@@ -16,9 +16,7 @@ void runOrExit(async () => {
   const config = readAuthConfig();
   const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
   const logger = createLogger('auth', config.LOG_LEVEL);
-  const pool = createPool(config.DATABASE_URL, (error) =>
-    logger.error({ err: error }, 'idle database connection failed'),
-  );
+  const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const store = new AuthStore(pool);
   const publisher = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, connectTimeout: 2_000 });
   publisher.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis publisher connection problem'));

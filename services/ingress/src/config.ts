@@ -34,6 +34,8 @@ const schema = z.object({
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
   /** Deadline of each call to auth, policy and quota. */
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
+  /** On SIGTERM, how long running requests may finish before their connections are cut. */
+  SHUTDOWN_GRACE_MS: env.positiveInt(10_000),
   /** A streamed response with no upstream event for this long gets an SSE ping. */
   SSE_PING_INTERVAL_MS: env.positiveInt(15_000),
   // Usage spool (lossless metering): events wait here, on disk, while Kafka is unavailable.

@@ -100,10 +100,14 @@ void runOrExit(async () => {
 
   onShutdown(logger, async () => {
     await new Promise((resolve) => adminServer.close(resolve));
-    await new Promise((resolve) => {
-      publicServer.close(resolve);
-      publicServer.closeIdleConnections();
-    });
+    // Stop accepting; keep-alive connections close as soon as they are idle, and requests still running
+    // after the grace period are cut (their usage is recorded as cancelled).
+    const closed = new Promise((resolve) => publicServer.close(resolve));
+    const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 50);
+    const cutOff = setTimeout(() => publicServer.closeAllConnections(), config.SHUTDOWN_GRACE_MS);
+    await closed;
+    clearInterval(idleSweep);
+    clearTimeout(cutOff);
     await publisher.disconnect();
     await revocations.close();
     for (const client of Object.values(clients)) client.close();

@@ -45,8 +45,8 @@ export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;
 export interface MessagesDeps {
   clients: Clients;
   inFlight: InFlightRequests;
-  /** Hands a usage event to the metering pipeline; never throws. */
-  recordUsage(event: UsageEventInit): void;
+  /** Hands a usage event to the metering pipeline; resolves once it is durable (or its loss logged), never rejects. */
+  recordUsage(event: UsageEventInit): Promise<void>;
   /** One structured line per request: ids and numbers, never content. */
   logRequest(fields: Record<string, unknown>): void;
   /** The body size limit of a plan: the gateway's, or the plan's where that is lower. */
@@ -183,6 +183,8 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
   let started: { poolId: string; region: string } | undefined;
   let tokens = noTokens;
   let failure: GatewayError | undefined;
+  let heldStop: string | undefined;
+  let heldMessage: Uint8Array | undefined;
   try {
     const events = clients.router.complete(
       {
@@ -209,17 +211,19 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
           break;
         case 'sse': {
           const data = Buffer.from(event.value.data).toString('utf8');
-          if (!streamRestoration) sink.writeEvent(event.value.event, data);
-          else
-            for (const [name, restored] of streamRestoration.transform(event.value.event, data))
-              sink.writeEvent(name, restored);
+          const relayed = streamRestoration
+            ? streamRestoration.transform(event.value.event, data)
+            : [[event.value.event, data]];
+          for (const [name, restored] of relayed) {
+            // message_stop completes the response for the client: it waits until the usage is durable.
+            if (name === 'message_stop') heldStop = restored;
+            else sink.writeEvent(name!, restored!);
+          }
           break;
         }
         case 'message':
-          sink.sendJson(
-            restoration ? restoreMessage(event.value.json, restoration) : event.value.json,
-            started?.region ?? '',
-          );
+          // Likewise the whole answer waits for the usage event (the router sends `finished` right after).
+          heldMessage = restoration ? restoreMessage(event.value.json, restoration) : event.value.json;
           break;
         case 'finished': {
           const usage = event.value.usage;
@@ -246,24 +250,15 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
   const keyStop = keyStopped.signal.aborted ? (keyStopped.signal.reason as GatewayError) : undefined;
   const cancelled = request.signal.aborted && !keyStop;
   if (keyStop) failure = keyStop;
-  if (failure && !cancelled) {
-    if (started && streamed) {
-      sink.writeEvent('error', JSON.stringify(errorEnvelope(failure, request.requestId)));
-      sink.endStream();
-    } else {
-      sink.fail(failure);
-    }
-  } else if (streamed && started && !cancelled) {
-    sink.endStream();
-  } else if (!started && !cancelled) {
+  if (!failure && !cancelled && (!started || (!streamed && !heldMessage))) {
     // The router ended without answering: a failure of the gateway, not of the caller.
     failure = gatewayError('api_error', 'The gateway received no response for this request. Retry once.');
-    sink.fail(failure);
   }
 
   const billable = live ? billableTokens(tokens) : 0;
   void clients.quota.release({ ...leaseRef, billableTokens: BigInt(billable) });
-  deps.recordUsage({
+  // Billing first: no client sees a completed answer whose usage event could still be lost.
+  await deps.recordUsage({
     eventId: request.requestId,
     accountId: key.accountId,
     keyId: key.keyId,
@@ -291,6 +286,19 @@ async function serve(scope: RequestScope, key: commonv1.KeyContext, keyRevoked: 
     endedAtUnixMs: BigInt(Date.now()),
     streamed,
   });
+  if (failure && !cancelled) {
+    if (started && streamed) {
+      sink.writeEvent('error', JSON.stringify(errorEnvelope(failure, request.requestId)));
+      sink.endStream();
+    } else {
+      sink.fail(failure);
+    }
+  } else if (!cancelled && streamed) {
+    if (heldStop !== undefined) sink.writeEvent('message_stop', heldStop);
+    sink.endStream();
+  } else if (!cancelled && heldMessage) {
+    sink.sendJson(heldMessage, started?.region ?? '');
+  }
   scope.log({
     ...ids,
     model,

@@ -14,9 +14,7 @@ void runOrExit(async () => {
   const config = readMeteringConfig();
   const prices = priceList(await loadGatewayConfig(config.GATEWAY_CONFIG));
   const logger = createLogger('metering', config.LOG_LEVEL);
-  const pool = createPool(config.DATABASE_URL, (error) =>
-    logger.error({ err: error }, 'idle database connection failed'),
-  );
+  const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const metrics = await startMetricsServer('metering', config.METRICS_HOST, config.METRICS_PORT);
   // The process reports SERVING in grpc.health.v1 once the consumer has joined its group.
   const usage = new PeriodUsageReader(pool, (error) => logger.error({ err: error }, 'usage query failed'));

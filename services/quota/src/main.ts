@@ -25,9 +25,7 @@ void runOrExit(async () => {
         )
       : new Redis(config.REDIS_URL, options);
   redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection problem'));
-  const pool = createPool(config.DATABASE_URL, (error) =>
-    logger.error({ err: error }, 'idle database connection failed'),
-  );
+  const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const limits = new Limits(
     redis,
     new Map(gatewayConfig.plans.map((plan) => [plan.id, plan])),

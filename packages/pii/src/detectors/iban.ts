@@ -1,5 +1,14 @@
 import type * as Ibantools from 'ibantools' with { 'resolution-mode': 'import' };
-import { allMatches, isSeparatorCode, isWordChar, MAX_SEPARATOR_RUN, wordList, type Candidate, type Detector, type Scan } from '../scan';
+import {
+  allMatches,
+  isSeparatorCode,
+  isWordChar,
+  MAX_SEPARATOR_RUN,
+  wordList,
+  type Candidate,
+  type Detector,
+  type Scan,
+} from '../scan';
 
 /**
  * IBANs: a country code and two check digits at a word start, then the BBAN's letters and digits, with up to

@@ -71,7 +71,10 @@ export const ipDetector: Detector = {
         type: 'IP_ADDRESS',
         start,
         end,
-        score: Math.max(0, scan.score(0.6, start, end, IP_CONTEXT, { negative: NEGATIVE_CONTEXT }) - (versionLike ? 0.5 : 0)),
+        score: Math.max(
+          0,
+          scan.score(0.6, start, end, IP_CONTEXT, { negative: NEGATIVE_CONTEXT }) - (versionLike ? 0.5 : 0),
+        ),
         canonical: match[0],
       });
     }

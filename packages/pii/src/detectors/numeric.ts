@@ -135,7 +135,8 @@ export const numericDetector: Detector = {
               emit(out, 'nhs', 'NHS_NUMBER', start, end, scan.score(base, start, end, NHS_CONTEXT), digits);
             }
           } else if (count === 9) {
-            if (nlBsn(digits)) emit(out, 'nl_bsn', 'NATIONAL_ID', start, end, scan.score(0.4, start, end, NL_CONTEXT), digits);
+            if (nlBsn(digits))
+              emit(out, 'nl_bsn', 'NATIONAL_ID', start, end, scan.score(0.4, start, end, NL_CONTEXT), digits);
           } else if (count === 11) {
             if (plPesel(digits)) {
               emit(out, 'pl_pesel', 'NATIONAL_ID', start, end, scan.score(0.45, start, end, PL_CONTEXT), digits);

@@ -1,6 +1,6 @@
 import { Metadata, parsePhoneNumberFromString, type CountryCode, type MetadataJson } from 'libphonenumber-js/core';
 import maxMetadata from 'libphonenumber-js/max/metadata';
-import { windowBoundaryOk, windowDigits, wordList, type Candidate, type Detector, type DigitRun, type Scan } from '../scan';
+import { windowBoundaryOk, wordList, type Candidate, type Detector, type DigitRun, type Scan } from '../scan';
 
 /**
  * Phone numbers, validated against libphonenumber's full ("max") number plans.
@@ -9,7 +9,7 @@ import { windowBoundaryOk, windowDigits, wordList, type Candidate, type Detector
  * "0 2 0 7 9 4 6 0 9 5 8" are all found:
  * - international: a run after '+', or starting with "00": any country, base 0.75;
  * - national with the trunk prefix 0 (UK, IE, FR, DE, NL, BE, LU, AT, CH, IT, SE, FI, …): GB first (0.6), then
- *   the EU plans (0.5);
+ *   the EU plans (0.5); fewer than 10 digits (0.4) need a context word;
  * - national without a trunk prefix (ES, PT, PL, DK, GR, IT mobiles, …): only next to a phone context word.
  * libphonenumber's parse costs tens of microseconds, so a cheap check against each plan's possible lengths and
  * national number pattern comes first, and results are memoised per call; at most MAX_WINDOWS_PER_START windows
@@ -58,7 +58,20 @@ const TRUNK_REGIONS: readonly CountryCode[] = [
   'LT', 'LV', 'EE', 'IS', 'NO',
 ]; // prettier-ignore
 /** Plans written without a trunk prefix: ES, PT, PL, DK, GR, IT (mobiles), MT, CY, LU, NO, CZ, SK. */
-const NO_TRUNK_REGIONS: readonly CountryCode[] = ['ES', 'PT', 'PL', 'DK', 'GR', 'IT', 'MT', 'CY', 'LU', 'NO', 'CZ', 'SK'];
+const NO_TRUNK_REGIONS: readonly CountryCode[] = [
+  'ES',
+  'PT',
+  'PL',
+  'DK',
+  'GR',
+  'IT',
+  'MT',
+  'CY',
+  'LU',
+  'NO',
+  'CZ',
+  'SK',
+];
 
 interface Plan {
   readonly lengths: ReadonlySet<number>;
@@ -208,7 +221,9 @@ export const phoneDetector: Detector = {
               tried += 1;
               result = check(`0:${digits}`, () => {
                 const found = national(digits, TRUNK_REGIONS);
-                return found === null ? null : { e164: found.e164, base: found.uk ? 0.6 : 0.5 };
+                if (found === null) return null;
+                // Short national numbers ("0800-1700" is also an opening time) need a context word.
+                return { e164: found.e164, base: digits.length < 10 ? 0.4 : found.uk ? 0.6 : 0.5 };
               });
             } else {
               if (digits.length < 8 || digits.length > 12) continue;

@@ -20,7 +20,8 @@ const NINO_CONTEXT = wordList([
  * NINO: first letter not D, F, I, Q, U, V; second not D, F, I, O, Q, U, V; prefixes BG, GB, KN, NK, NT, TN, ZZ
  * never allocated; six digits (pairs may be spaced); suffix A–D (optional in the wild).
  */
-const NINO = /(?<![\p{L}\p{N}_])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z])[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})(?:[ -]{0,2}([A-D]))?(?![\p{L}\p{N}_])/giu;
+const NINO =
+  /(?<![\p{L}\p{N}_])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z])[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})(?:[ -]{0,2}([A-D]))?(?![\p{L}\p{N}_])/giu;
 const NINO_EXCLUDED = new Set(['BG', 'GB', 'KN', 'NK', 'NT', 'TN', 'ZZ']);
 
 const POSTCODE_CONTEXT = wordList([
@@ -50,7 +51,8 @@ const POSTCODE_CONTEXT = wordList([
  * X; second not I, J, Z; the letter after A9 from ABCDEFGHJKPSTUW, after AA9 from ABEHMNPRVWXY; the inward part
  * never uses C, I, K, M, O, V.
  */
-const POSTCODE = /(?<![\p{L}\p{N}_])(?:GIR {0,2}0AA|(?:[A-PR-UWYZ](?:\d{1,2}|[A-HK-Y]\d{1,2}|\d[A-HJKPSTUW]|[A-HK-Y]\d[ABEHMNPRV-Y])) {0,2}\d[ABD-HJLNP-UW-Z]{2})(?![\p{L}\p{N}_])/giu;
+const POSTCODE =
+  /(?<![\p{L}\p{N}_])(?:GIR {0,2}0AA|(?:[A-PR-UWYZ](?:\d{1,2}|[A-HK-Y]\d{1,2}|\d[A-HJKPSTUW]|[A-HK-Y]\d[ABEHMNPRV-Y])) {0,2}\d[ABD-HJLNP-UW-Z]{2})(?![\p{L}\p{N}_])/giu;
 
 export const ukDetector: Detector = {
   ids: ['uk_nino', 'uk_postcode'],
