@@ -59,6 +59,7 @@ export function startIngressReplica(
   h: Harness,
   ports: { http: number; admin: number; metrics: number },
   quotaAddress: string,
+  extraEnv: Record<string, string> = {},
 ): Promise<Replica> {
   return startReplica(
     'services/ingress/dist/main.js',
@@ -79,6 +80,7 @@ export function startIngressReplica(
       ADMIN_TOKEN: h.adminToken,
       GATEWAY_CONFIG: h.replica.gatewayConfig,
       USAGE_SPOOL_DIR: join(h.logsDir, '..', 'spool', `ingress-${ports.http}`),
+      ...extraEnv,
     },
     { kind: 'http', url: `http://127.0.0.1:${ports.admin}/healthz` },
   );

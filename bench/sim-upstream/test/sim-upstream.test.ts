@@ -163,6 +163,70 @@ describe('streamed echo', () => {
   });
 });
 
+describe('sim:tool-call and tool results', () => {
+  const text = 'What is the weather in Oslo? sim:tool-call';
+  const tools = [{ name: 'lookup', description: 'Looks up.', input_schema: { type: 'object' } }];
+
+  it('answers with a tool_use block calling the first tool with {"echo": text}', async () => {
+    const message = await jsonOf<{ content: unknown[]; stop_reason: string; usage: { output_tokens: number } }>(
+      await post(messagesBody(text, { tools })),
+    );
+    expect(message.stop_reason).toBe('tool_use');
+    expect(message.content).toEqual([
+      { type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'lookup', input: { echo: text } },
+    ]);
+    expect(message.usage.output_tokens).toBe(echoChunks(`{"echo": ${JSON.stringify(text)}}`).length);
+  });
+
+  it('streams the input as an empty input_json_delta, then several fragments', async () => {
+    const events = parseEvents(await (await post(messagesBody(text, { tools, stream: true }))).text());
+    const data = events.map(
+      (event) =>
+        JSON.parse(event.data) as {
+          type: string;
+          delta: { type: string; partial_json: string; stop_reason?: string };
+        },
+    );
+    expect(data[1]).toEqual({
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'lookup', input: {} },
+    });
+    const deltas = data.filter((event) => event.type === 'content_block_delta').map((event) => event.delta);
+    expect(deltas.every((delta) => delta.type === 'input_json_delta')).toBe(true);
+    expect(deltas[0].partial_json).toBe('');
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(JSON.parse(deltas.map((delta) => delta.partial_json).join(''))).toEqual({ echo: text });
+    expect(data.find((event) => event.type === 'message_delta')?.delta.stop_reason).toBe('tool_use');
+  });
+
+  it('just echoes without tools', async () => {
+    const message = await jsonOf<WireMessage>(await post(messagesBody(text)));
+    expect(message.content).toEqual([{ type: 'text', text }]);
+  });
+
+  it('echoes the tool result when the conversation ends with one', async () => {
+    const body = {
+      model: 'claude-sim',
+      max_tokens: 100,
+      tools,
+      messages: [
+        { role: 'user', content: text },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { echo: text } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'Sunny, 21 degrees' }] },
+          ],
+        },
+      ],
+    };
+    const message = await jsonOf<WireMessage>(await post(body));
+    expect(message.stop_reason).toBe('end_turn');
+    expect(message.content).toEqual([{ type: 'text', text: 'Sunny, 21 degrees' }]);
+  });
+});
+
 describe('validation like the real API', () => {
   const cases: [string, unknown, string][] = [
     ['invalid JSON', '{"model":', 'not valid JSON'],

@@ -10,13 +10,26 @@ import { errorBody, sendError } from './errors';
 import type { MessagesRequest } from './request';
 import { validateMessagesRequest } from './request';
 
-/** The echo after max_tokens: what is emitted and why it stops. */
+/** `sim:tool-call` in the newest user message (with `tools` offered): answer with a call to the first tool. */
+const toolCallPattern = /\bsim:tool-call\b/;
+
+/** What the simulated model answers, after max_tokens: what is emitted and why it stops. */
 interface Completion {
+  /** Text chunks, or the `partial_json` fragments of the tool input; one output token each. */
   chunks: string[];
-  stopReason: 'end_turn' | 'max_tokens';
+  toolUse?: { id: string; name: string };
+  stopReason: 'end_turn' | 'max_tokens' | 'tool_use';
 }
 
 function planEcho(request: MessagesRequest): Completion {
+  if (request.inputFromUser && request.firstTool !== undefined && toolCallPattern.test(request.lastUserText)) {
+    // The input as the model would write it, in word-sized fragments of JSON.
+    const chunks = echoChunks(`{"echo": ${JSON.stringify(request.lastUserText)}}`);
+    const toolUse = { id: randomId('toolu_'), name: request.firstTool };
+    return chunks.length > request.maxTokens
+      ? { chunks: chunks.slice(0, request.maxTokens), toolUse, stopReason: 'max_tokens' }
+      : { chunks, toolUse, stopReason: 'tool_use' };
+  }
   const chunks = echoChunks(request.lastUserText);
   return chunks.length > request.maxTokens
     ? { chunks: chunks.slice(0, request.maxTokens), stopReason: 'max_tokens' }
@@ -74,12 +87,25 @@ export async function handleMessages(exchange: SimExchange, options: AnthropicSi
       type: 'message',
       role: 'assistant',
       model: messagesRequest.model,
-      content: [{ type: 'text', text: completion.chunks.join('') }],
+      content: [contentBlock(completion)],
       stop_reason: completion.stopReason,
       stop_sequence: null,
       usage: usage(messagesRequest.inputTokens, completion.chunks.length),
     }),
   );
+}
+
+/** The whole content block of a non-streamed answer. */
+function contentBlock(completion: Completion): Record<string, unknown> {
+  const text = completion.chunks.join('');
+  if (completion.toolUse === undefined) return { type: 'text', text };
+  let input: unknown = {};
+  try {
+    input = JSON.parse(text);
+  } catch {
+    // Cut at max_tokens: the real API gives what it could parse; the simulator gives nothing.
+  }
+  return { type: 'tool_use', id: completion.toolUse.id, name: completion.toolUse.name, input };
 }
 
 async function streamMessage(
@@ -119,8 +145,17 @@ async function streamMessage(
     },
   });
   if (!started) return;
-  if (!(await sendJson({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }))) return;
+  const { toolUse } = completion;
+  const opening = toolUse
+    ? { type: 'tool_use', id: toolUse.id, name: toolUse.name, input: {} }
+    : { type: 'text', text: '' };
+  if (!(await sendJson({ type: 'content_block_start', index: 0, content_block: opening }))) return;
   if (!(await sendJson({ type: 'ping' }))) return;
+  // The real API opens a tool input with an empty fragment.
+  if (toolUse) {
+    const empty = { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '' } };
+    if (!(await sendJson(empty))) return;
+  }
 
   const total = completion.chunks.length;
   for (let sent = 0; ; sent += 1) {
@@ -138,7 +173,9 @@ async function streamMessage(
     const delta = {
       type: 'content_block_delta',
       index: 0,
-      delta: { type: 'text_delta', text: completion.chunks[sent] },
+      delta: toolUse
+        ? { type: 'input_json_delta', partial_json: completion.chunks[sent] }
+        : { type: 'text_delta', text: completion.chunks[sent] },
     };
     if (!(await sendJson(delta))) return;
   }

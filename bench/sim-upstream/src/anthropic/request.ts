@@ -3,8 +3,15 @@ export interface MessagesRequest {
   model: string;
   maxTokens: number;
   stream: boolean;
-  /** Text of the last user message: its string content, or its text blocks joined. */
+  /**
+   * Text of the last user message: its string content, or its text blocks joined; when that message
+   * carries `tool_result` blocks (results of the model's tool calls), their text joined instead.
+   */
   lastUserText: string;
+  /** Whether `lastUserText` is the user's own text (not tool results). */
+  inputFromUser: boolean;
+  /** The name of the first tool offered, if any. */
+  firstTool: string | undefined;
   inputTokens: number;
 }
 
@@ -19,6 +26,23 @@ function contentText(content: unknown): string {
     .filter((block): block is { type: 'text'; text: string } => isRecord(block) && block.type === 'text')
     .map((block) => (typeof block.text === 'string' ? block.text : ''))
     .join('');
+}
+
+/** The text of the `tool_result` blocks of a content list, joined; undefined when there are none. */
+function toolResultText(content: unknown): string | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const results = content.filter((block) => isRecord(block) && block.type === 'tool_result') as Record<
+    string,
+    unknown
+  >[];
+  if (results.length === 0) return undefined;
+  return results.map((block) => contentText(block.content)).join('');
+}
+
+function firstToolName(tools: unknown): string | undefined {
+  if (!Array.isArray(tools)) return undefined;
+  const first: unknown = tools[0];
+  return isRecord(first) && typeof first.name === 'string' ? first.name : undefined;
 }
 
 function totalStringLength(value: unknown): number {
@@ -70,9 +94,16 @@ function checkMessages(body: Record<string, unknown>): Checked<string> {
       return { ok: false, message: `messages.${index}.content: Input should be a valid string or list` };
     }
   }
+  return { ok: true, value: newestInput(messages).text };
+}
+
+/** The newest input (see `MessagesRequest.lastUserText`). */
+function newestInput(messages: unknown[]): { text: string; fromUser: boolean } {
   const lastUser = messages.findLast((message) => isRecord(message) && message.role === 'user') as
     Record<string, unknown> | undefined;
-  return { ok: true, value: contentText(lastUser?.content) };
+  const results = toolResultText(lastUser?.content);
+  if (results !== undefined) return { text: results, fromUser: false };
+  return { text: contentText(lastUser?.content), fromUser: true };
 }
 
 /** Checks the fields the upstream requires, with messages in the upstream's style. */
@@ -97,6 +128,8 @@ export function validateMessagesRequest(body: unknown): Checked<MessagesRequest>
       maxTokens: body.max_tokens,
       stream: body.stream === true,
       lastUserText: lastUserText.value,
+      inputFromUser: newestInput(body.messages as unknown[]).fromUser,
+      firstTool: firstToolName(body.tools),
       inputTokens: estimateInputTokens(body),
     },
   };
