@@ -7,7 +7,7 @@ import { createKafka, ensureTopics } from '@gw/kafka';
 import {
   ensureSecrets,
   pidOf,
-  portsWithOffset,
+  portsFromBase,
   processSpecs,
   repoRoot,
   serviceNames,
@@ -28,9 +28,9 @@ import type { Infra, InfraPorts, Ports, StackOptions, StateDir } from '@gw/local
  * Nothing here touches the tests' shared infrastructure or a developer's `make up`.
  */
 export const chaosState: StateDir = stateDir(join(repoRoot, '.local', 'chaos'));
-export const chaosInfraPorts: InfraPorts = { postgres: 35432, redis: 36379, kafka: 39092 };
+export const chaosInfraPorts: InfraPorts = { postgres: 23432, redis: 23379, kafka: 23092 };
 /** 13080, 13081, 55051-55055, 14464-14469, 14101-14102: none on fetch's bad-port list. */
-export const chaosPortOffset = 5_000;
+export const chaosPortBase = 23_000;
 
 export type InfraComponent = 'postgres' | 'kafka';
 export type ServiceName = 'metering' | 'ingress';
@@ -184,7 +184,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
   const consumerGroup = `gateway-metering-chaos-${suffix}`;
   const kafka = createKafka({ brokers: infra.kafkaBrokers.split(','), clientId: 'chaos-setup', log: () => undefined });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);
-  const ports = portsWithOffset(chaosPortOffset);
+  const ports = portsFromBase(chaosPortBase);
   const secrets = await ensureSecrets(chaosState);
   const options: StackOptions = {
     repoRoot,

@@ -12,10 +12,10 @@ import type { Replica } from './replicas';
 const h = harness();
 const model = 'claude-sonnet-5';
 /** A second ingress with a short ping interval, on its own ports beside the stack's. */
-const pinging = { http: 18093, admin: 18094, metrics: 19483 };
+const pinging = { http: 21091, admin: 21092, metrics: 21093 };
 const pingIntervalMs = 300;
 /** The stack's quota: 50053 at the e2e port offset of 10000 (deploy/local/src/layout.ts). */
-const quotaAddress = '127.0.0.1:60053';
+const quotaAddress = h.replica.quotaAddress;
 
 async function keyFor(environment: 'live' | 'test'): Promise<string> {
   const account = await admin<{ id: string }>(h, 'POST', '/accounts', {

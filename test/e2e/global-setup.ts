@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
-  portsWithOffset,
+  portsFromBase,
   repoRoot,
   seedDemo,
   serviceNames,
@@ -18,7 +18,7 @@ import { harnessFile } from './harness';
 const database = 'gateway_e2e';
 const usageTopic = 'gateway.usage.v1.e2e';
 /** A port range beside the one `make up` uses, so the tests never touch a developer's stack. */
-const portOffset = 10_000;
+const portBase = 21_000;
 
 function required(name: string): string {
   const value = process.env[name];
@@ -49,7 +49,7 @@ export default async function globalSetup(): Promise<void> {
   const kafkaBrokers = required('KAFKA_BROKERS');
   const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'e2e-setup', log: () => undefined });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);
-  const ports = portsWithOffset(portOffset);
+  const ports = portsFromBase(portBase);
   const secrets = {
     ADMIN_TOKEN: `gw_operator_${randomBytes(24).toString('base64url')}`,
     KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}`,
@@ -95,6 +95,7 @@ export default async function globalSetup(): Promise<void> {
       policyAddress: `127.0.0.1:${ports.grpc.policy}`,
       routerAddress: `127.0.0.1:${ports.grpc.router}`,
       meteringAddress: `127.0.0.1:${ports.grpc.metering}`,
+      quotaAddress: `127.0.0.1:${ports.grpc.quota}`,
     },
     accountId: demo.accountId,
     testKey: demo.testKey,

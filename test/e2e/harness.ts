@@ -24,6 +24,7 @@ export interface Harness {
     policyAddress: string;
     routerAddress: string;
     meteringAddress: string;
+    quotaAddress: string;
   };
   accountId: string;
   testKey: string;

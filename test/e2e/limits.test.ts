@@ -10,7 +10,7 @@ import type { Replica } from './replicas';
 const h = harness();
 const model = 'claude-sonnet-5';
 /** The second replica pair: its own ports beside the stack's. */
-const second = { quota: { grpc: 60071, metrics: 19481 }, ingress: { http: 18091, admin: 18092, metrics: 19482 } };
+const second = { quota: { grpc: 21071, metrics: 21072 }, ingress: { http: 21081, admin: 21082, metrics: 21083 } };
 const secondBaseUrl = `http://127.0.0.1:${second.ingress.http}`;
 
 interface Created {

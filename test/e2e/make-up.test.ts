@@ -5,14 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
-import { portsWithOffset, readEnvFile, repoRoot } from '@gw/local-stack';
+import { portsFromBase, readEnvFile, repoRoot } from '@gw/local-stack';
 
 const run = promisify(execFile);
 
 /** A whole second stack beside the developer's and the other tests': its own ports and state. */
-// 3000: with 2000 the public port would be 10080, which fetch refuses as a "bad port".
-const portOffset = 3_000;
-const infraPorts = { GW_PG_PORT: '25432', GW_REDIS_PORT: '26379', GW_KAFKA_PORT: '29092' };
+const portBase = 22_000;
+const infraPorts = { GW_PG_PORT: '22432', GW_REDIS_PORT: '22379', GW_KAFKA_PORT: '22092' };
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -38,7 +37,7 @@ async function processesMentioning(text: string): Promise<string[]> {
 
 describe('make up and make down', () => {
   let state: string;
-  const env = () => ({ ...process.env, ...infraPorts, GW_STATE_DIR: state, GW_PORT_OFFSET: String(portOffset) });
+  const env = () => ({ ...process.env, ...infraPorts, GW_STATE_DIR: state, GW_PORT_BASE: String(portBase) });
   const make = (target: string) =>
     run('make', ['--no-print-directory', target], { cwd: repoRoot, env: env(), maxBuffer: 64 * 1024 * 1024 });
 
@@ -57,7 +56,7 @@ describe('make up and make down', () => {
     const first = await make('up');
     expect(first.stdout).toContain('started:');
     const stack = await readEnvFile(join(state, 'stack.env'));
-    const ports = portsWithOffset(portOffset);
+    const ports = portsFromBase(portBase);
     expect(stack).toEqual({
       GW_BASE_URL: `http://127.0.0.1:${ports.http}`,
       GW_ADMIN_URL: `http://127.0.0.1:${ports.admin}`,

@@ -1,5 +1,4 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { portsWithOffset } from '@gw/local-stack';
 import type { RecordedRequest } from '@gw/sim-upstream';
 import { harness } from './harness';
 import { admin } from './http';
@@ -13,7 +12,7 @@ import { admin } from './http';
 const h = harness();
 const model = 'llama-4-maverick';
 /** The OpenAI-compatible simulator listens beside the Anthropic ones, at the stack's port offset. */
-const simUrl = `http://127.0.0.1:${portsWithOffset(Number(new URL(h.baseUrl).port) - 8080).sim.openaiEu}`;
+const simUrl = h.simUrls[2]!;
 
 async function keyFor(plan: string, residency: 'uk' | 'eu'): Promise<string> {
   const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: `openai-${plan}-${residency}`, plan });

@@ -194,7 +194,7 @@ describe('sim:tool-call and tool results', () => {
     });
     const deltas = data.filter((event) => event.type === 'content_block_delta').map((event) => event.delta);
     expect(deltas.every((delta) => delta.type === 'input_json_delta')).toBe(true);
-    expect(deltas[0].partial_json).toBe('');
+    expect(deltas[0]?.partial_json).toBe('');
     expect(deltas.length).toBeGreaterThan(3);
     expect(JSON.parse(deltas.map((delta) => delta.partial_json).join(''))).toEqual({ echo: text });
     expect(data.find((event) => event.type === 'message_delta')?.delta.stop_reason).toBe('tool_use');

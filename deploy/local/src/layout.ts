@@ -36,6 +36,28 @@ export function portsWithOffset(offset: number): Ports {
   };
 }
 
+/**
+ * A whole port set in one block starting at `base`, for stacks that tests start beside a developer's.
+ * Tests keep every port below 32768: above it lies the kernel's range for outgoing connections, whose
+ * local ports would now and then collide with a server's bind.
+ */
+export function portsFromBase(base: number): Ports {
+  return {
+    http: base,
+    admin: base + 1,
+    grpc: { auth: base + 11, policy: base + 12, quota: base + 13, router: base + 14, metering: base + 15 },
+    metrics: {
+      ingress: base + 21,
+      auth: base + 22,
+      policy: base + 23,
+      quota: base + 24,
+      router: base + 25,
+      metering: base + 26,
+    },
+    sim: { eu: base + 31, uk: base + 32, openaiEu: base + 33 },
+  };
+}
+
 export interface StateDir {
   root: string;
   logs: string;

@@ -1,14 +1,16 @@
 import { join, resolve } from 'node:path';
 import { readEnvFile, writeEnvFile } from './env-file';
-import { portsWithOffset, repoRoot, stateDir } from './layout';
+import { portsFromBase, portsWithOffset, repoRoot, stateDir } from './layout';
 import { seedDemo } from './seed';
 import { ensureSecrets, startInfra, startServices } from './stack';
 
 /** `make up`: the whole local stack in the background, healthy, seeded, described in stack.env. */
 async function up(): Promise<void> {
   const state = stateDir(resolve(process.env.GW_STATE_DIR ?? join(repoRoot, '.local')));
-  const offset = Number(process.env.GW_PORT_OFFSET ?? 0);
-  const ports = portsWithOffset(offset);
+  // GW_PORT_BASE puts the whole stack in one block of ports (tests); otherwise DESIGN.md §5, shifted.
+  const ports = process.env.GW_PORT_BASE
+    ? portsFromBase(Number(process.env.GW_PORT_BASE))
+    : portsWithOffset(Number(process.env.GW_PORT_OFFSET ?? 0));
   const infra = await startInfra(repoRoot, state, {
     postgres: Number(process.env.GW_PG_PORT ?? 5432),
     redis: Number(process.env.GW_REDIS_PORT ?? 6379),

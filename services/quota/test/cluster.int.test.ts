@@ -42,7 +42,7 @@ function leaseOf(result: Result<Lease>): Lease {
 }
 
 describe('Limits on a real three-master Redis Cluster', () => {
-  const cluster = new LocalRedisCluster([27101, 27102, 27103]);
+  const cluster = new LocalRedisCluster([17101, 17102, 17103]);
   let redis: Cluster | undefined;
   let database: TestDatabase | undefined;
   let pool: Pool | undefined;
