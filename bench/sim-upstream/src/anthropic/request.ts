@@ -5,7 +5,7 @@ export interface MessagesRequest {
   stream: boolean;
   /**
    * Text of the last user message: its string content, or its text blocks joined; when that message
-   * carries `tool_result` blocks (results of the model's tool calls), their text joined instead.
+   * carries `tool_result` blocks (results of the model's tool calls), their text first, then its text blocks.
    */
   lastUserText: string;
   /** Whether `lastUserText` is the user's own text (not tool results). */
@@ -102,8 +102,10 @@ function newestInput(messages: unknown[]): { text: string; fromUser: boolean } {
   const lastUser = messages.findLast((message) => isRecord(message) && message.role === 'user') as
     Record<string, unknown> | undefined;
   const results = toolResultText(lastUser?.content);
-  if (results !== undefined) return { text: results, fromUser: false };
-  return { text: contentText(lastUser?.content), fromUser: true };
+  const text = contentText(lastUser?.content);
+  // Tool results come first; text blocks beside them still carry the caller's words and `sim:` texts.
+  if (results !== undefined) return { text: text ? `${results}\n${text}` : results, fromUser: false };
+  return { text, fromUser: true };
 }
 
 /** Checks the fields the upstream requires, with messages in the upstream's style. */
