@@ -24,6 +24,16 @@ const poolSchema = z.strictObject({
     .min(1, 'expected at least one endpoint'),
   /** Name of the environment variable that holds the upstream credential; read only by the router. */
   credentialEnv: z.string().optional(),
+  /** Options of an `openai` pool's upstream (defaults: text only, bearer credential, usage in streams). */
+  openai: z
+    .strictObject({
+      images: z.boolean().optional(),
+      credentialStyle: z.enum(['bearer', 'api-key']).optional(),
+      apiVersion: z.string().min(1).optional(),
+      streamUsage: z.boolean().optional(),
+      chatCompletionsPath: z.string().startsWith('/', 'expected a path starting with /').optional(),
+    })
+    .optional(),
 });
 
 const modelSchema = z.strictObject({

@@ -282,7 +282,7 @@ export async function sendWithFailover<C extends PoolCall>(
       failures.push({ kind: 'credential' });
       continue;
     }
-    const adapter = deps.adapters[pool.adapter];
+    const adapter = pool.adapterWithOptions ?? deps.adapters[pool.adapter];
     const call = operation.callFor(adapter);
     if (call === undefined) return { kind: 'unsupported', pool };
     const checked = call.check?.();

@@ -1,3 +1,5 @@
+import { createOpenAIAdapter, openAIAdapterConfig } from './adapters/openai';
+import type { UpstreamAdapter } from './adapters';
 import type { GatewayConfig, Jurisdiction, PoolConfig } from '@gw/config';
 import { gatewayError } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
@@ -13,9 +15,16 @@ export interface Pool {
   endpoints: string[];
   /** Env var holding the upstream credential; undefined when the upstream needs none. */
   credentialEnv: string | undefined;
+  /** This pool's own adapter when its YAML sets protocol options; otherwise the registry's. */
+  adapterWithOptions?: UpstreamAdapter;
 }
 
 export type PoolDirectory = ReadonlyMap<string, Pool>;
+
+/** The options the YAML sets, without the unset ones (which keep their defaults). */
+function definedOptions<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
 
 export function createPoolDirectory(config: GatewayConfig): PoolDirectory {
   const jurisdictions = new Map(config.regions.map((region) => [region.id, region.jurisdiction]));
@@ -30,6 +39,10 @@ export function createPoolDirectory(config: GatewayConfig): PoolDirectory {
         adapter: pool.adapter,
         endpoints: pool.endpoints.map((endpoint) => endpoint.url.replace(/\/+$/, '')),
         credentialEnv: pool.credentialEnv,
+        adapterWithOptions:
+          pool.adapter === 'openai' && pool.openai
+            ? createOpenAIAdapter({ ...openAIAdapterConfig, ...definedOptions(pool.openai) })
+            : undefined,
       },
     ]),
   );
