@@ -330,15 +330,18 @@ describe('router endpoint health over gRPC', () => {
 
   it('answers api_error when every endpoint of the tier is down, and never asks the other jurisdiction', async () => {
     const ports = [sims.pairA!.port, sims.pairB!.port];
+    const logsBefore = routerLogs.length;
     await Promise.all([sims.pairA!.close(), sims.pairB!.close()]);
     try {
       const items = await complete(completeRequest('all down', ['eu-pair', 'uk-one']));
       expect(kinds(items)).toEqual(['error:api_error']);
-      // Once both are ejected (the probes fail too), they are still tried rather than refused untried.
-      await waitFor(
-        async () =>
-          (await healthy('eu-pair', endpoints.pairA)) === 0 && (await healthy('eu-pair', endpoints.pairB)) === 0,
-      );
+      // Once the breakers have ejected both (the probes fail too), they are still tried rather than
+      // refused untried. The ejections are read from the router's log: the health gauge drops earlier.
+      const ejected = (endpoint: string) =>
+        routerLogs
+          .slice(logsBefore)
+          .some((line) => line.includes('"upstream endpoint ejected"') && line.includes(`"endpoint":"${endpoint}"`));
+      await waitFor(async () => ejected(endpoints.pairA) && ejected(endpoints.pairB));
       expect(kinds(await complete(completeRequest('all ejected', ['eu-pair', 'uk-one'])))).toEqual(['error:api_error']);
       expect(routerLogs.join('\n')).toContain('every candidate endpoint is ejected: trying an ejected one');
       expect(await simRequests('uk')).toEqual([]);
