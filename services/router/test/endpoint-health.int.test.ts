@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -7,8 +6,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import type { Result } from '@gw/errors';
 import { createServiceClient, isServing } from '@gw/grpc';
 import type { MethodsOf, ServiceClient } from '@gw/grpc';
@@ -16,6 +14,7 @@ import { commonv1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { startSimUpstream } from '../../../bench/sim-upstream/src';
 import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-upstream/src';
+import { spawnRouter } from './router-process';
 
 /**
  * Endpoint choice, circuit breakers, active health checks and the headers timeout, against the
@@ -161,18 +160,10 @@ async function startRouter(configPath: string, metricsPort: number): Promise<str
     UPSTREAM_EJECT_BASE_MS: '60000',
     UPSTREAM_EJECT_MAX_MS: '60000',
   };
-  router = spawn(process.execPath, [resolve(__dirname, '../dist/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  routerLogs = [];
-  let stderr = '';
-  router.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise<string>((resolveAddress, reject) => {
-    createInterface({ input: router.stdout! }).on('line', (line) => {
-      routerLogs.push(line);
-      const entry = JSON.parse(line) as { msg?: string; grpc_port?: number };
-      if (entry.msg === 'router serving') resolveAddress(`127.0.0.1:${entry.grpc_port}`);
-    });
-    router.once('exit', (code) => reject(new Error(`router exited with ${code}: ${stderr}`)));
-  });
+  const started = await spawnRouter(env);
+  router = started.process;
+  routerLogs = started.logs;
+  return started.address;
 }
 
 beforeAll(async () => {
@@ -343,7 +334,8 @@ describe('router endpoint health over gRPC', () => {
           .some((line) => line.includes('"upstream endpoint ejected"') && line.includes(`"endpoint":"${endpoint}"`));
       await waitFor(async () => ejected(endpoints.pairA) && ejected(endpoints.pairB));
       expect(kinds(await complete(completeRequest('all ejected', ['eu-pair', 'uk-one'])))).toEqual(['error:api_error']);
-      expect(routerLogs.join('\n')).toContain('every candidate endpoint is ejected: trying an ejected one');
+      // The router's log line reaches the pipe a moment after its answer.
+      await waitFor(async () => routerLogs.some((line) => line.includes('every candidate endpoint is ejected')));
       expect(await simRequests('uk')).toEqual([]);
     } finally {
       await startSim('pairA', ports[0]);

@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import type { Result } from '@gw/errors';
 import { createServiceClient, isServing } from '@gw/grpc';
 import type { MethodsOf, ServiceClient } from '@gw/grpc';
@@ -13,6 +11,7 @@ import type { MessageInitShape } from '@gw/proto';
 import { echoChunks, estimateChatInputTokens, startSimUpstream } from '../../../bench/sim-upstream/src';
 import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-upstream/src';
 import { estimateInputTokens } from '../src/estimate';
+import { spawnRouter } from './router-process';
 
 /**
  * The compiled router as a real process (build first: `pnpm exec tsc -b services/router`) with an
@@ -60,18 +59,10 @@ async function startRouter(configPath: string): Promise<string> {
     LOG_LEVEL: 'info',
     ROUTER_OPENAI_INT_KEY: upstreamKey,
   };
-  router = spawn(process.execPath, [resolve(__dirname, '../dist/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  routerLogs = [];
-  let stderr = '';
-  router.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise<string>((resolveAddress, reject) => {
-    createInterface({ input: router.stdout! }).on('line', (line) => {
-      routerLogs.push(line);
-      const entry = JSON.parse(line) as { msg?: string; grpc_port?: number };
-      if (entry.msg === 'router serving') resolveAddress(`127.0.0.1:${entry.grpc_port}`);
-    });
-    router.once('exit', (code) => reject(new Error(`router exited with ${code}: ${stderr}`)));
-  });
+  const started = await spawnRouter(env);
+  router = started.process;
+  routerLogs = started.logs;
+  return started.address;
 }
 
 beforeAll(async () => {

@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import type { Result } from '@gw/errors';
 import { createServiceClient, isServing } from '@gw/grpc';
 import type { MethodsOf, ServiceClient } from '@gw/grpc';
@@ -14,6 +12,7 @@ import { commonv1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { echoChunks, estimateInputTokens, startSimUpstream } from '../../../bench/sim-upstream/src';
 import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-upstream/src';
+import { spawnRouter } from './router-process';
 
 /**
  * The compiled router as a real process (build first: `pnpm exec tsc -b services/router`), its
@@ -82,18 +81,10 @@ async function startRouter(configPath: string): Promise<string> {
     ROUTER_INT_UPSTREAM_KEY: upstreamKey,
   };
   delete env.ROUTER_INT_UNSET_KEY;
-  router = spawn(process.execPath, [resolve(__dirname, '../dist/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  routerLogs = [];
-  let stderr = '';
-  router.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise<string>((resolveAddress, reject) => {
-    createInterface({ input: router.stdout! }).on('line', (line) => {
-      routerLogs.push(line);
-      const entry = JSON.parse(line) as { msg?: string; grpc_port?: number };
-      if (entry.msg === 'router serving') resolveAddress(`127.0.0.1:${entry.grpc_port}`);
-    });
-    router.once('exit', (code) => reject(new Error(`router exited with ${code}: ${stderr}`)));
-  });
+  const started = await spawnRouter(env);
+  router = started.process;
+  routerLogs = started.logs;
+  return started.address;
 }
 
 beforeAll(async () => {
