@@ -85,9 +85,13 @@ export const renewScript = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
-local held = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + ttl, ARGV[1])
+-- ZADD CH would report 0 for a renewal within the same millisecond (score unchanged): ask ZSCORE.
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ttl * 2)
-return held
+return 1
 `;
 
 /**
