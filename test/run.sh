@@ -38,6 +38,6 @@ set -a
 source "$GW_STATE_DIR/infra.env"
 set +a
 pnpm exec jest --config jest.integration.config.js --runInBand --json --outputFile="$results/integration.json"
-# Chaos tests (issue 6): they stop and start infrastructure, so they run on a stack of their own
+# Chaos tests: they stop and start infrastructure, so they run on a stack of their own
 # (.local/chaos, other ports), which they start and stop themselves.
 pnpm exec jest --config jest.chaos.config.js --runInBand --json --outputFile="$results/chaos.json"
