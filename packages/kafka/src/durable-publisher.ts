@@ -61,10 +61,6 @@ export interface DurableUsagePublisherOptions {
   headroomBytes?: number;
   /** A segment takes no more records once it has this many bytes. 4 MiB. */
   segmentBytes?: number;
-  /** Longest wait before the events sent meanwhile are written and synced together. 5 ms. */
-  flushIntervalMs?: number;
-  /** Events that trigger a write without waiting for the interval. 256. */
-  flushEvents?: number;
   /** Most events handed to Kafka at a time (the producer's batch size). 500. */
   drainBatchEvents?: number;
   /** First pause after a failed delivery, doubled after each further failure. 250 ms. */
@@ -148,8 +144,6 @@ export class DurableUsagePublisher implements UsageEventPublisher {
   private readonly maxBytes: number;
   private readonly headroomBytes: number;
   private readonly segmentBytes: number;
-  private readonly flushIntervalMs: number;
-  private readonly flushEvents: number;
   private readonly drainBatchEvents: number;
   private readonly retryInitialMs: number;
   private readonly retryMaxMs: number;
@@ -167,7 +161,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
 
   // Writer: one flush at a time, over everything queued when it starts.
   private queue: QueuedRecord[] = [];
-  private flushTimer: NodeJS.Timeout | undefined;
+  private flushScheduled: NodeJS.Immediate | undefined;
   private flushing: Promise<void> | undefined;
   private appendFile: FileHandle | undefined;
 
@@ -190,8 +184,6 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     this.maxBytes = options.maxBytes ?? 256 * 1024 * 1024;
     this.headroomBytes = options.headroomBytes ?? Math.min(1024 * 1024, Math.floor(this.maxBytes / 10));
     this.segmentBytes = options.segmentBytes ?? 4 * 1024 * 1024;
-    this.flushIntervalMs = options.flushIntervalMs ?? 5;
-    this.flushEvents = options.flushEvents ?? 256;
     this.drainBatchEvents = options.drainBatchEvents ?? 500;
     this.retryInitialMs = options.retryInitialMs ?? 250;
     this.retryMaxMs = options.retryMaxMs ?? 30_000;
@@ -395,14 +387,15 @@ export class DurableUsagePublisher implements UsageEventPublisher {
   // ---- writer ----
 
   private scheduleFlush(): void {
+    // Group commit without a timer: an idle writer starts as soon as this turn of the event loop has
+    // queued what it will; while a sync runs, new events gather and go together in the next one.
     if (this.flushing) return; // the flush in progress starts the next one when it ends
-    if (this.queue.length >= this.flushEvents) this.startFlush();
-    else this.flushTimer ??= setTimeout(() => this.startFlush(), this.flushIntervalMs);
+    this.flushScheduled ??= setImmediate(() => this.startFlush());
   }
 
   private startFlush(): void {
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
+    if (this.flushScheduled) clearImmediate(this.flushScheduled);
+    this.flushScheduled = undefined;
     if (this.flushing || this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];

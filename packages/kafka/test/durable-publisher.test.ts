@@ -250,7 +250,7 @@ describe('DurableUsagePublisher', () => {
   it('counts queued, written and in-flight events in its depth', async () => {
     const sink = new FakeSink();
     sink.mode = 'hold';
-    const spool = await publisher(sink, { flushIntervalMs: 50 });
+    const spool = await publisher(sink);
     const events = ids('evt', 3).map(usageEvent);
     const sends = events.map((event) => spool.send(event));
     const total = events.reduce((sum, event) => sum + recordBytes(event), 0);
