@@ -11,6 +11,8 @@ export interface ProcessSpec {
   name: string;
   /** The compiled entry point, relative to the repository root. */
   script: string;
+  /** Flags for node itself, before the script; e.g. --cpu-prof, which NODE_OPTIONS does not accept. */
+  nodeFlags?: string[];
   env: Record<string, string>;
   health: HealthCheck;
 }
@@ -48,7 +50,7 @@ export async function startProcess(state: StateDir, repoRoot: string, spec: Proc
   await mkdir(state.logs, { recursive: true });
   await mkdir(state.run, { recursive: true });
   const log = await open(join(state.logs, `${spec.name}.log`), 'a');
-  const child = spawn(process.execPath, [join(repoRoot, spec.script)], {
+  const child = spawn(process.execPath, [...(spec.nodeFlags ?? []), join(repoRoot, spec.script)], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', ...spec.env },
     detached: true,
