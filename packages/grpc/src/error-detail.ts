@@ -4,13 +4,33 @@ import { create, fromBinary, toBinary, commonv1 } from '@gw/proto';
 import { errorCatalogue, errorTypeForBareGrpcStatus, gatewayError, isErrorType } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
 
-/** Trailer that carries a GatewayError across a gRPC hop unchanged. */
+/** Trailer that carries a GatewayError across a gRPC hop unchanged (its message bounded). */
 export const errorDetailTrailer = 'gw-error-detail-bin';
 
+/**
+ * Longest error message, in UTF-8 bytes, that crosses a hop. A message may echo what the caller sent;
+ * unbounded, it could make trailers too large for the peer, and the HTTP/2 connection that every
+ * other call shares would fail with it.
+ */
+export const maxCrossingMessageBytes = 1024;
+
+const ellipsis = '…';
+
+/** The message cut to maxBytes of valid UTF-8, ending in an ellipsis when anything was cut. */
+export function boundedMessage(message: string, maxBytes = maxCrossingMessageBytes): string {
+  const encoded = Buffer.from(message, 'utf8');
+  if (encoded.byteLength <= maxBytes) return message;
+  let end = maxBytes - Buffer.byteLength(ellipsis, 'utf8');
+  // Step back over continuation bytes (10xxxxxx) so that no character is cut in half.
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end -= 1;
+  return encoded.toString('utf8', 0, end) + ellipsis;
+}
+
 export function toGrpcStatus(error: GatewayError): Partial<StatusObject> {
+  const message = boundedMessage(error.message);
   const detail = create(commonv1.ErrorDetailSchema, {
     type: error.type,
-    message: error.message,
+    message,
     retryAfterMs: error.retryAfterMs === undefined ? undefined : BigInt(Math.round(error.retryAfterMs)),
     rateLimit: error.rateLimit && {
       limit: BigInt(error.rateLimit.limit),
@@ -20,7 +40,7 @@ export function toGrpcStatus(error: GatewayError): Partial<StatusObject> {
   });
   const metadata = new Metadata();
   metadata.set(errorDetailTrailer, Buffer.from(toBinary(commonv1.ErrorDetailSchema, detail)));
-  return { code: errorCatalogue[error.type].grpcCode, details: error.message, metadata };
+  return { code: errorCatalogue[error.type].grpcCode, details: message, metadata };
 }
 
 /** The GatewayError a failed call carried, or one that describes the failure of the call itself. */

@@ -1,0 +1,27 @@
+import { ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import { policyv1 } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+import { registration, startGrpcServer } from '../src';
+import type { CallContext, GrpcServerOptions, RunningGrpcServer } from '../src';
+
+type AuthorizeHandler = (
+  request: policyv1.AuthorizeRequest,
+  context: CallContext,
+) => Promise<Result<MessageInitShape<typeof policyv1.AuthorizeResponseSchema>>>;
+
+/** A policy service on 127.0.0.1 whose Authorize is the test's; ListModels answers an empty list. */
+export function startPolicyServer(
+  authorize: AuthorizeHandler,
+  options: Partial<Omit<GrpcServerOptions, 'services'>> = {},
+): Promise<RunningGrpcServer> {
+  return startGrpcServer({
+    host: '127.0.0.1',
+    port: 0,
+    onHandlerFailure: () => undefined,
+    ...options,
+    services: [registration(policyv1.PolicyService, { authorize, listModels: async () => ok({ models: [] }) })],
+  });
+}
+
+export const loopbackAddress = (server: RunningGrpcServer) => `127.0.0.1:${server.port}`;
