@@ -16,6 +16,12 @@ const schema = z.object({
   KAFKA_BROKERS: env.list('127.0.0.1:9092'),
   USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),
   BODY_LIMIT_BYTES: env.positiveInt(32 * 1024 * 1024),
+  // A refused upload is still read and dropped for a while: closing on unread bytes resets the
+  // connection, and a client still writing would lose the refusal.
+  /** Bytes of a refused upload read after the refusal before its connection is closed. */
+  REFUSED_UPLOAD_DISCARD_MAX_BYTES: env.positiveInt(64 * 1024 * 1024),
+  /** Time a refused upload is still read after the refusal before its connection is closed. */
+  REFUSED_UPLOAD_DISCARD_MAX_MS: env.positiveInt(5_000),
   /** Revocations arrive here and end the key's requests in flight. */
   REDIS_URL: z
     .string()
@@ -32,6 +38,13 @@ const schema = z.object({
     .default('anthropic'),
   /** The gateway YAML; ingress reads the plans' body size limits from it. */
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
+  /**
+   * How long a verified key is believed without asking auth (revocations and account changes still
+   * end it at once); also how coarse the key's last-used time can be.
+   */
+  KEY_CACHE_TTL_MS: env.positiveInt(30_000),
+  /** Most verified keys remembered. */
+  KEY_CACHE_MAX_ENTRIES: env.positiveInt(100_000),
   /** Deadline of each call to auth, policy and quota. */
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
   /** On SIGTERM, how long running requests may finish before their connections are cut. */

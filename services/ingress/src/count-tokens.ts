@@ -1,8 +1,10 @@
-import { ok } from '@gw/errors';
+import { err, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
+import { notJsonError } from './pipeline/admit';
+import { authenticate } from './pipeline/authenticate';
+import type { CallerRequest, GatewayDeps } from './pipeline/types';
 import { windowForRefusal, windowOf } from './rate-limit';
-import type { CallerRequest, MessagesDeps } from './messages';
-import { parseCountTokensBody } from './validation';
+import { isJsonContentType, parseCountTokensBody } from './validation';
 
 /**
  * POST /v1/messages/count_tokens: the same checks as a completion (key, body, model, residency,
@@ -10,30 +12,38 @@ import { parseCountTokensBody } from './validation';
  * Nothing is billed.
  */
 export async function handleCountTokens(
-  deps: MessagesDeps,
+  deps: GatewayDeps,
   request: CallerRequest,
   setRateLimit: (window: RateLimitWindow) => void,
 ): Promise<Result<{ input_tokens: number }>> {
   const { clients } = deps;
-  const verified = await clients.auth.verifyKey({ key: request.presentedKey, sourceAddress: request.sourceAddress });
+  const verified = await authenticate(deps.keys, request);
   if (!verified.ok) return verified;
-  const key = verified.value.key!;
+  const key = verified.value;
   const refuse = async (failure: Result<never>) => {
     if (failure.ok) return failure;
-    const window = await windowForRefusal(clients, key, failure.error);
+    const window = await windowForRefusal(clients.quota, key, failure.error);
     if (window) setRateLimit(window);
     return failure;
   };
+  if (!isJson(request)) return refuse(err(notJsonError()));
   const raw = await request.readBody(deps.bodyLimitFor(key.plan));
   if (!raw.ok) return refuse(raw);
   const body = parseCountTokensBody(raw.value);
   if (!body.ok) return refuse(body);
-  const authorized = await clients.policy.authorize({ key, model: body.value.model, bodyJson: raw.value });
+  const authorized = await deps.authorize(key, body.value.model, raw.value, request.requestId);
   if (!authorized.ok) return refuse(authorized);
   const admitted = await clients.quota.acquire({ key, requestId: request.requestId });
   if (!admitted.ok) return refuse(admitted);
   setRateLimit(windowOf(admitted.value.window!));
-  const lease = { accountId: key.accountId, environment: key.environment, leaseId: admitted.value.leaseId };
+  const lease = deps.leases.hold(
+    {
+      accountId: key.accountId,
+      environment: key.environment,
+      leaseId: admitted.value.leaseId,
+    },
+    Number(admitted.value.leaseTtlMs),
+  );
   try {
     const counted = await clients.router.countTokens(
       {
@@ -59,6 +69,8 @@ export async function handleCountTokens(
     });
     return ok({ input_tokens: Number(counted.value.inputTokens) });
   } finally {
-    void clients.quota.release({ ...lease, billableTokens: 0n });
+    lease.release(0n);
   }
 }
+
+const isJson = (request: CallerRequest) => isJsonContentType(request.contentType);

@@ -8,9 +8,13 @@ import { Counter, createLogger, onShutdown, startMetricsServer } from '@gw/telem
 import { subscribeToNotices } from '@gw/revocations';
 import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { createClients } from './clients';
+import { authorizeWithPolicy, keyFromAuth } from './decisions';
 import { InFlightRequests } from './in-flight';
+import { leaseReports } from './lease-reports';
+import { LeaseKeeper } from './leases';
 import { readIngressConfig } from './config';
 import { createAdminApp, createPublicApp } from './server';
+import { VerifiedKeys } from './verified-keys';
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -47,13 +51,27 @@ void runOrExit(async () => {
     registers: [metrics.registry],
   });
   const inFlight = new InFlightRequests();
+  const keys = new VerifiedKeys(keyFromAuth(clients.auth), {
+    ttlMs: config.KEY_CACHE_TTL_MS,
+    maxEntries: config.KEY_CACHE_MAX_ENTRIES,
+  });
+  const leaseReporter = leaseReports(logger, metrics.registry);
+  const leases = new LeaseKeeper(
+    { renew: (ref) => clients.quota.renew(ref), release: (request) => clients.quota.release(request) },
+    leaseReporter,
+  );
+  leaseReporter.watch(leases);
   const revocations = await subscribeToNotices(config.REDIS_URL, {
     onNotice: (notice) => {
-      if (!('keyId' in notice)) return;
+      if (!('keyId' in notice)) return keys.dropAccount(notice.accountId);
+      keys.dropKey(notice.keyId);
       const ended = inFlight.revokeKey(notice.keyId);
       if (ended > 0) logger.info({ key_id: notice.keyId, ended }, 'revoked key: requests in flight ended');
     },
-    onConnectionChange: (connected) => logger.info({ connected }, 'revocation channel'),
+    onConnectionChange: (connected) => {
+      keys.setEnabled(connected);
+      logger.info({ connected }, 'revocation channel');
+    },
     onError: (error) => logger.warn({ err: error.message }, 'redis subscriber connection problem'),
   });
 
@@ -61,7 +79,11 @@ void runOrExit(async () => {
     createPublicApp(
       {
         clients,
+        keys,
+        authorize: authorizeWithPolicy(clients.policy),
+        leases,
         inFlight,
+        logFailure: (error, fields) => logger.error({ ...fields, err: error }, 'request failed in the gateway'),
         restorationFor: (placeholders, nonce) => {
           const map = Object.fromEntries(placeholders.map((entry) => [entry.placeholder, entry.original]));
           return {
@@ -83,6 +105,10 @@ void runOrExit(async () => {
       },
       {
         bodyLimitBytes: config.BODY_LIMIT_BYTES,
+        refusedUploadDiscard: {
+          maxBytes: config.REFUSED_UPLOAD_DISCARD_MAX_BYTES,
+          maxMs: config.REFUSED_UPLOAD_DISCARD_MAX_MS,
+        },
         ssePingIntervalMs: config.SSE_PING_INTERVAL_MS,
         trustedProxies: config.TRUSTED_PROXIES,
         rateLimitHeaderPrefix: config.RATE_LIMIT_HEADER_PREFIX,
@@ -110,6 +136,7 @@ void runOrExit(async () => {
     clearTimeout(cutOff);
     await publisher.disconnect();
     await revocations.close();
+    leases.close();
     for (const client of Object.values(clients)) client.close();
     await metrics.close();
   });

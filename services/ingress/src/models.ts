@@ -1,7 +1,8 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import type { policyv1 } from '@gw/proto';
-import type { CallerRequest, MessagesDeps } from './messages';
+import { authenticate } from './pipeline/authenticate';
+import type { CallerRequest, GatewayDeps } from './pipeline/types';
 import { windowOf } from './rate-limit';
 
 /** One entry of GET /v1/models, in the upstream wire format. */
@@ -86,16 +87,13 @@ export function paginate(models: ModelObject[], query: PageQuery): Result<ModelP
  * answer carries the caller's position in its per-minute window like every authenticated response.
  */
 async function permittedModels(
-  deps: MessagesDeps,
+  deps: GatewayDeps,
   request: CallerRequest,
   setRateLimit: (window: RateLimitWindow) => void,
 ): Promise<Result<ModelObject[]>> {
-  const verified = await deps.clients.auth.verifyKey({
-    key: request.presentedKey,
-    sourceAddress: request.sourceAddress,
-  });
+  const verified = await authenticate(deps.keys, request);
   if (!verified.ok) return verified;
-  const key = verified.value.key!;
+  const key = verified.value;
   const [listed, peeked] = await Promise.all([
     deps.clients.policy.listModels({ key }),
     deps.clients.quota.peek({ key }),
@@ -106,7 +104,7 @@ async function permittedModels(
 
 /** GET /v1/models. */
 export async function handleListModels(
-  deps: MessagesDeps,
+  deps: GatewayDeps,
   request: CallerRequest,
   query: Record<string, unknown>,
   setRateLimit: (window: RateLimitWindow) => void,
@@ -119,7 +117,7 @@ export async function handleListModels(
 
 /** GET /v1/models/{id}: 404 for a model the key may not use, as for one that does not exist. */
 export async function handleGetModel(
-  deps: MessagesDeps,
+  deps: GatewayDeps,
   request: CallerRequest,
   id: string,
   setRateLimit: (window: RateLimitWindow) => void,

@@ -15,12 +15,12 @@ export function windowOf(message: { limit: bigint; remaining: bigint; resetUnixM
  * carries, or a look that charges nothing. Undefined when the limits cannot be reached.
  */
 export async function windowForRefusal(
-  clients: Clients,
+  quota: Pick<Clients['quota'], 'peek'>,
   key: commonv1.KeyContext,
   error: GatewayError,
 ): Promise<RateLimitWindow | undefined> {
   if (error.rateLimit) return error.rateLimit;
-  const peeked = await clients.quota.peek({ key });
+  const peeked = await quota.peek({ key });
   return peeked.ok && peeked.value.window ? windowOf(peeked.value.window) : undefined;
 }
 

@@ -7,19 +7,22 @@ import { sourceAddress } from '@gw/addresses';
 import type { Logger } from '@gw/telemetry';
 import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
-import { readBody, tooLarge } from './body';
+import { discardRestOfBody, readBody, tooLarge } from './body';
+import type { DiscardBounds } from './body';
 import { presentedKey } from './credentials';
 import { handleCountTokens } from './count-tokens';
-import { handleMessages } from './messages';
-import type { CallerRequest, MessagesDeps, ResponseSink } from './messages';
+import { handleMessages, refuseVerified } from './messages';
+import { authenticate } from './pipeline/authenticate';
+import type { CallerRequest, GatewayDeps, ResponseSink } from './pipeline/types';
 import { handleGetModel, handleListModels } from './models';
 import { rateLimitHeaders } from './rate-limit';
 import { handleUsage, usageReportJson } from './usage-report';
-import { isJsonContentType } from './validation';
 import { pingFrame, sseFrame } from './sse';
 
 export interface PublicAppOptions {
   bodyLimitBytes: number;
+  /** How much of a refused upload is still read (and dropped) so that its client reads the refusal. */
+  refusedUploadDiscard: DiscardBounds;
   /** First segment of the rate-limit header names (spec §8.1), `anthropic` by default. */
   rateLimitHeaderPrefix: string;
   ssePingIntervalMs: number;
@@ -34,14 +37,38 @@ function requestIdOf(response: Response): string {
   return response.locals.requestId as string;
 }
 
+/** Responses refusing an upload whose rest is still being read and dropped, until that ends. */
+const uploadsBeingDiscarded = new WeakMap<Response, Promise<void>>();
+
 /** Sends an error in the spec's envelope with its status and retry headers. */
 export function sendError(response: Response, error: GatewayError): void {
   if (response.headersSent) return;
-  response
-    .status(errorCatalogue[error.type].httpStatus)
-    .set(retryHeaders(error))
-    .type('application/json')
-    .send(JSON.stringify(errorEnvelope(error, requestIdOf(response))));
+  const envelope = JSON.stringify(errorEnvelope(error, requestIdOf(response)));
+  response.status(errorCatalogue[error.type].httpStatus).set(retryHeaders(error)).type('application/json');
+  const discarding = uploadsBeingDiscarded.get(response);
+  if (discarding === undefined) {
+    response.send(envelope);
+    return;
+  }
+  // The answer leaves whole now; ending the response closes the connection, so that waits for the discard.
+  response.set('content-length', String(Buffer.byteLength(envelope))).write(envelope);
+  void discarding.then(() => response.end());
+}
+
+/**
+ * Refuses a body that may still be arriving: the connection closes after the answer, but only once the
+ * rest of the upload has been read and dropped (within bounds), so that a client still writing reads the
+ * answer instead of a reset.
+ */
+function discardBeforeClosing(request: Request, response: Response, options: PublicAppOptions): void {
+  response.set('connection', 'close');
+  const discarding = discardRestOfBody(request, options.refusedUploadDiscard).then((outcome) =>
+    options.logger.debug(
+      { request_id: requestIdOf(response), discarded_bytes: outcome.discardedBytes, stopped_by: outcome.stoppedBy },
+      'refused upload discarded',
+    ),
+  );
+  uploadsBeingDiscarded.set(response, discarding);
 }
 
 /** The ResponseSink of one HTTP response: JSON, or an SSE stream written whole event by event. */
@@ -87,8 +114,16 @@ function assignRequestId(_request: Request, response: Response, next: NextFuncti
   next();
 }
 
+/** Caller text in a message is cut: an error never echoes a long path whole. */
+const echoedPathChars = 200;
+
+function unknownEndpoint(request: Request): GatewayError {
+  const path = request.path.length > echoedPathChars ? `${request.path.slice(0, echoedPathChars)}…` : request.path;
+  return gatewayError('not_found_error', `Unknown endpoint: ${request.method.slice(0, 16)} ${path}.`);
+}
+
 function notFound(request: Request, response: Response): void {
-  sendError(response, gatewayError('not_found_error', `Unknown endpoint: ${request.method} ${request.path}.`));
+  sendError(response, unknownEndpoint(request));
 }
 
 function internalError(logger: Logger) {
@@ -126,38 +161,32 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
         Number.isFinite(declared) && declared > limitBytes
           ? err(tooLarge(limitBytes))
           : await readBody(request, limitBytes);
-      // The rest of an oversized body is not read: the connection closes instead of waiting for it.
-      if (!body.ok) response.set('connection', 'close');
+      if (!body.ok) discardBeforeClosing(request, response, options);
       return body;
     },
+    contentType: request.headers['content-type'],
     protocolHeaders,
     signal: disconnected.signal,
   };
 }
 
 /**
- * Checks that need no key and no body: a declared length over the gateway's limit (413, nothing read)
- * and a media type that is not JSON (400).
+ * The one check before the key: a declared length over the gateway's limit (413, nothing kept), so that
+ * no caller can make the gateway take in a body it will refuse. Everything else about the body (media
+ * type included) is checked once the key is known.
  */
-function bodyPrecheck(bodyLimitBytes: number) {
+function bodyPrecheck(options: PublicAppOptions) {
   return (request: Request, response: Response, next: NextFunction) => {
     const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > bodyLimitBytes) {
-      response.set('connection', 'close');
-      return sendError(response, tooLarge(bodyLimitBytes));
-    }
-    if (!isJsonContentType(request.headers['content-type'])) {
-      response.set('connection', 'close');
-      return sendError(
-        response,
-        gatewayError('invalid_request_error', 'Content-Type must be application/json; the body is JSON.'),
-      );
+    if (Number.isFinite(declared) && declared > options.bodyLimitBytes) {
+      discardBeforeClosing(request, response, options);
+      return sendError(response, tooLarge(options.bodyLimitBytes));
     }
     next();
   };
 }
 
-export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): express.Express {
+export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -179,7 +208,7 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
     response.json({ status: 'ok' });
   });
 
-  app.post('/v1/messages', bodyPrecheck(options.bodyLimitBytes), (request: Request, response: Response) => {
+  app.post('/v1/messages', bodyPrecheck(options), (request: Request, response: Response) => {
     handleMessages(
       deps,
       callerRequest(request, response, options),
@@ -187,16 +216,12 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
     ).catch(failed(response));
   });
 
-  app.post(
-    '/v1/messages/count_tokens',
-    bodyPrecheck(options.bodyLimitBytes),
-    (request: Request, response: Response) => {
-      handleCountTokens(deps, callerRequest(request, response, options), setRateLimit(response)).then(
-        respond(response),
-        failed(response),
-      );
-    },
-  );
+  app.post('/v1/messages/count_tokens', bodyPrecheck(options), (request: Request, response: Response) => {
+    handleCountTokens(deps, callerRequest(request, response, options), setRateLimit(response)).then(
+      respond(response),
+      failed(response),
+    );
+  });
 
   app.get('/v1/usage', (request: Request, response: Response) => {
     handleUsage(deps, callerRequest(request, response, options), setRateLimit(response)).then((result) => {
@@ -221,7 +246,22 @@ export function createPublicApp(deps: MessagesDeps, options: PublicAppOptions): 
     ).then(respond(response), failed(response));
   });
 
-  app.use(notFound);
+  // An unknown endpoint is 404 for anyone; a verified key also learns where it stands in its window.
+  app.use((request: Request, response: Response) => {
+    const caller = callerRequest(request, response, options);
+    const refuse = async () => {
+      if (!caller.presentedKey) return sendError(response, unknownEndpoint(request));
+      const verified = await authenticate(deps.keys, caller);
+      if (!verified.ok) return sendError(response, unknownEndpoint(request));
+      await refuseVerified(
+        deps,
+        { setRateLimit: setRateLimit(response), fail: (error) => sendError(response, error) },
+        verified.value,
+        unknownEndpoint(request),
+      );
+    };
+    refuse().catch(failed(response));
+  });
   app.use(internalError(options.logger));
   return app;
 }

@@ -1,7 +1,8 @@
 import { ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
-import type { CallerRequest, MessagesDeps } from './messages';
+import { authenticate } from './pipeline/authenticate';
+import type { CallerRequest, GatewayDeps } from './pipeline/types';
 import { windowOf } from './rate-limit';
 
 /** The usage report of spec §2.2, field for field. */
@@ -59,15 +60,15 @@ export function roundGbp(decimal: string): number {
  * environment.
  */
 export async function handleUsage(
-  deps: MessagesDeps,
+  deps: GatewayDeps,
   request: CallerRequest,
   setRateLimit: (window: RateLimitWindow) => void,
   now: () => Date = () => new Date(),
 ): Promise<Result<UsageReport>> {
   const { clients } = deps;
-  const verified = await clients.auth.verifyKey({ key: request.presentedKey, sourceAddress: request.sourceAddress });
+  const verified = await authenticate(deps.keys, request);
   if (!verified.ok) return verified;
-  const key = verified.value.key!;
+  const key = verified.value;
   const period = billingPeriod(now());
   const [peeked, usage] = await Promise.all([
     clients.quota.peek({ key }),

@@ -75,6 +75,8 @@ function outcomeName(outcome: eventsv1.Outcome): string {
       return 'client_cancelled';
     case eventsv1.Outcome.REVOKED:
       return 'revoked';
+    case eventsv1.Outcome.GATEWAY_ERROR:
+      return 'gateway_error';
     default:
       return `outcome_${Number(outcome)}`;
   }

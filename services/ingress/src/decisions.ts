@@ -1,0 +1,24 @@
+import { err, gatewayError, ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import type { Clients } from './clients';
+import type { Authorize, Authorization } from './pipeline/types';
+import type { commonv1 } from '@gw/proto';
+
+/** The key's record from auth, or the refusal; an answer without a key is a failure of auth. */
+export function keyFromAuth(auth: Pick<Clients['auth'], 'verifyKey'>) {
+  return async (presentedKey: string, sourceAddress: string): Promise<Result<commonv1.KeyContext>> => {
+    const verified = await auth.verifyKey({ key: presentedKey, sourceAddress });
+    if (!verified.ok) return verified;
+    return verified.value.key
+      ? ok(verified.value.key)
+      : err(gatewayError('api_error', 'The gateway could not verify the API key. Retry once.'));
+  };
+}
+
+/** Policy decides, with the body when the key's privacy mode needs the text. */
+export function authorizeWithPolicy(policy: Pick<Clients['policy'], 'authorize'>): Authorize {
+  return async (key, model, body) => {
+    const authorized = await policy.authorize({ key, model, bodyJson: body });
+    return authorized.ok ? ok<Authorization>(authorized.value) : authorized;
+  };
+}

@@ -1,0 +1,86 @@
+import { err, gatewayError, ok } from '@gw/errors';
+import type { RateLimitWindow, Result } from '@gw/errors';
+import { commonv1 } from '@gw/proto';
+import type { quotav1 } from '@gw/proto';
+import type { LeaseRef } from '../leases';
+import { windowOf } from '../rate-limit';
+import type { Restoration } from '../restoration';
+import { isJsonContentType, parseMessagesBody } from '../validation';
+import type { Authorization, CallerRequest, MessagesDeps } from './types';
+
+/** What an admitted request carries into the relay: everything checked, a concurrency slot held. */
+export interface Admission {
+  key: commonv1.KeyContext;
+  model: string;
+  streamed: boolean;
+  /** Live keys are billed; test keys are served by the stub at cost 0. */
+  live: boolean;
+  /** The body to send upstream: the caller's, or the one the privacy mode produced. */
+  body: Uint8Array;
+  pools: Authorization['pools'];
+  lease: LeaseRef;
+  /** How long quota keeps the lease after each renewal. */
+  leaseTtlMs: number;
+  window: RateLimitWindow;
+  limits: quotav1.EffectiveLimits | undefined;
+  /** Mode `tokenise`: how to put the originals back into the completion. */
+  restoration: Restoration | undefined;
+  /** Mode `flag`: entity counts by type. */
+  privacyFlags: Record<string, number> | undefined;
+}
+
+export const billingUnavailableError = () =>
+  gatewayError('overloaded_error', 'The gateway cannot record usage right now. Retry with exponential backoff.', {
+    retryAfterMs: 5_000,
+  });
+
+export const notJsonError = () =>
+  gatewayError('invalid_request_error', 'Content-Type must be application/json; the body is JSON.');
+
+/**
+ * Stage 2, for a verified key: media type and body (413/400), policy (404/403/422), billing
+ * availability (503), then the limits (429), in that order. Nothing is sent upstream and nothing is
+ * consumed until every check has passed; the one thing a success holds is the concurrency lease.
+ */
+export async function admit(
+  deps: MessagesDeps,
+  request: CallerRequest,
+  key: commonv1.KeyContext,
+): Promise<Result<Admission>> {
+  if (!isJsonContentType(request.contentType)) return err(notJsonError());
+  const raw = await request.readBody(deps.bodyLimitFor(key.plan));
+  if (!raw.ok) return raw;
+  const body = parseMessagesBody(raw.value);
+  if (!body.ok) return body;
+  const { model } = body.value;
+
+  const authorized = await deps.authorize(key, model, raw.value, request.requestId);
+  if (!authorized.ok) return authorized;
+  const live = key.environment === commonv1.Environment.LIVE;
+  // Never serve what cannot be billed: refuse until usage can be recorded again.
+  if (live && deps.billingUnavailable()) return err(billingUnavailableError());
+
+  const admitted = await deps.clients.quota.acquire({ key, requestId: request.requestId });
+  if (!admitted.ok) return admitted;
+  const decision = authorized.value;
+  return ok({
+    key,
+    model,
+    streamed: body.value.stream === true,
+    live,
+    body: decision.bodyJson ?? raw.value,
+    pools: decision.pools,
+    lease: { accountId: key.accountId, environment: key.environment, leaseId: admitted.value.leaseId },
+    leaseTtlMs: Number(admitted.value.leaseTtlMs),
+    window: windowOf(admitted.value.window!),
+    limits: admitted.value.limits,
+    restoration:
+      decision.placeholders.length > 0
+        ? deps.restorationFor(decision.placeholders, decision.placeholderNonce)
+        : undefined,
+    privacyFlags:
+      key.privacyMode === commonv1.PrivacyMode.FLAG
+        ? Object.fromEntries(Object.entries(decision.privacyFlags).map(([type, count]) => [type, Number(count)]))
+        : undefined,
+  });
+}

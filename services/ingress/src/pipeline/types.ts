@@ -1,0 +1,90 @@
+import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
+import type { commonv1, eventsv1, MessageInitShape, policyv1 } from '@gw/proto';
+import type { Clients } from '../clients';
+import type { InFlightRequests } from '../in-flight';
+import type { LeaseKeeper } from '../leases';
+import type { Restoration } from '../restoration';
+
+/** One request as the HTTP edge hands it over. */
+export interface CallerRequest {
+  requestId: string;
+  presentedKey: string;
+  sourceAddress: string;
+  /** The request's media type, checked once the key is known. */
+  contentType: string | undefined;
+  /** Reads the body, refusing with request_too_large past the limit. */
+  readBody(limitBytes: number): Promise<Result<Buffer>>;
+  /** Upstream protocol headers to pass on (anthropic-version, anthropic-beta). */
+  protocolHeaders: Record<string, string>;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+}
+
+/** Where the response goes; the HTTP edge implements it. */
+export interface ResponseSink {
+  /** Rate-limit position, sent with whatever response follows. */
+  setRateLimit(window: RateLimitWindow): void;
+  /** Fails the request before anything was sent. */
+  fail(error: GatewayError): void;
+  sendJson(body: Uint8Array, region: string): void;
+  startStream(region: string): void;
+  /** Writes one whole SSE event. */
+  writeEvent(event: string, data: string): void;
+  endStream(): void;
+  /** Privacy mode `flag`: the counts by entity type, sent as `x-privacy-flags`. */
+  setPrivacyFlags(header: string): void;
+}
+
+export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;
+
+/** The policy decision a completion needs: candidate pools and, where a privacy mode applied, the body to send. */
+export type Authorization = Pick<
+  policyv1.AuthorizeResponse,
+  'pools' | 'bodyJson' | 'privacyFlags' | 'placeholders' | 'placeholderNonce'
+>;
+
+/** Verifies a presented key (from a cache kept exact by the revocation channel, else from auth). */
+export interface KeyVerifier {
+  verify(presentedKey: string, sourceAddress: string, requestId: string): Promise<Result<commonv1.KeyContext>>;
+}
+
+/** Decides model, plan, key permissions and residency, and applies the key's privacy mode. */
+export type Authorize = (
+  key: commonv1.KeyContext,
+  model: string,
+  body: Buffer,
+  requestId: string,
+) => Promise<Result<Authorization>>;
+
+/** The quota and router calls of the request path; the gRPC clients, or fakes in tests. */
+export interface PipelineClients {
+  quota: Pick<Clients['quota'], 'acquire' | 'peek'>;
+  router: Pick<Clients['router'], 'complete'>;
+}
+
+export interface MessagesDeps {
+  clients: PipelineClients;
+  keys: KeyVerifier;
+  authorize: Authorize;
+  leases: Pick<LeaseKeeper, 'hold'>;
+  inFlight: InFlightRequests;
+  /** Hands a usage event to the metering pipeline; resolves once it is durable (or its loss logged), never rejects. */
+  recordUsage(event: UsageEventInit): Promise<void>;
+  /** One structured line per request: ids and numbers, never content. */
+  logRequest(fields: Record<string, unknown>): void;
+  /** A failure of the gateway's own code: logged with its stack, never shown to the caller. */
+  logFailure(error: unknown, fields: Record<string, unknown>): void;
+  /** The body size limit of a plan: the gateway's, or the plan's where that is lower. */
+  bodyLimitFor(plan: string): number;
+  /** True while usage events cannot be kept (the durable buffer is full): live requests are refused. */
+  billingUnavailable(): boolean;
+  /** Mode `tokenise`: puts this request's originals back into its completion (kept for this request only). */
+  restorationFor(placeholders: { placeholder: string; original: string }[], nonce: string): Restoration;
+  /** Mode `flag`: counts entities by type in the metrics. */
+  countPrivacyFlags(counts: Record<string, number>): void;
+}
+
+/** What the other public endpoints need besides the request path: every service client. */
+export interface GatewayDeps extends MessagesDeps {
+  clients: Clients;
+}

@@ -1,0 +1,240 @@
+import { create } from '@bufbuild/protobuf';
+import { err, ok } from '@gw/errors';
+import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
+import { commonv1, policyv1, quotav1, routerv1 } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+import { InFlightRequests } from '../../src/in-flight';
+import type { CallerRequest, MessagesDeps, ResponseSink, UsageEventInit } from '../../src/pipeline/types';
+
+export const liveKey = create(commonv1.KeyContextSchema, {
+  keyId: 'key_1',
+  accountId: 'acct_1',
+  environment: commonv1.Environment.LIVE,
+  residency: commonv1.Residency.EU,
+  privacyMode: commonv1.PrivacyMode.OFF,
+  plan: 'pro',
+});
+
+export const window: RateLimitWindow = { limit: 100, remaining: 99, resetUnixMs: Date.UTC(2026, 0, 1) };
+
+type RouterEvent = MessageInitShape<typeof routerv1.CompleteResponseSchema>;
+
+/** A router stream: its events, then optionally a failure or a throw. */
+export interface RouterScript {
+  events: RouterEvent[];
+  /** Yielded as a failed item after the events. */
+  failWith?: GatewayError;
+  /** Waits for the signal to abort after the events (a slow upstream). */
+  hang?: boolean;
+}
+
+export const sse = (event: string, data: unknown): RouterEvent => ({
+  event: { case: 'sse', value: { event, data: Buffer.from(JSON.stringify(data)) } },
+});
+
+export const started: RouterEvent = { event: { case: 'started', value: { poolId: 'eu-a', region: 'eu-west' } } };
+
+export function streamedAnswer(deltas: number, { finished = true } = {}): RouterEvent[] {
+  const events: RouterEvent[] = [
+    started,
+    sse('message_start', { type: 'message_start', message: { usage: { input_tokens: 12, output_tokens: 1 } } }),
+    sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+  ];
+  for (let index = 0; index < deltas; index += 1) {
+    events.push(
+      sse('content_block_delta', {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'text_delta', text: `w${index} ` },
+      }),
+    );
+  }
+  events.push(
+    sse('content_block_stop', { type: 'content_block_stop', index: 0 }),
+    sse('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn' },
+      usage: { output_tokens: deltas },
+    }),
+    sse('message_stop', { type: 'message_stop' }),
+  );
+  if (finished) {
+    events.push({
+      event: { case: 'finished', value: { usage: { inputTokens: 12n, outputTokens: BigInt(deltas) } } },
+    });
+  }
+  return events;
+}
+
+/** Records what the pipeline did to the client, in order. */
+export class FakeSink implements ResponseSink {
+  readonly written: string[] = [];
+  rateLimit: RateLimitWindow | undefined;
+  failure: GatewayError | undefined;
+  json: Uint8Array | undefined;
+  ended = false;
+  /** Makes the n-th writeEvent throw, as a broken socket would. */
+  throwOnWrite: number | undefined;
+  private events = 0;
+
+  /** Every write also goes to the shared timeline, to check the order against billing. */
+  constructor(private readonly timeline: string[] = []) {}
+
+  private note(item: string): void {
+    this.written.push(item);
+    this.timeline.push(item);
+  }
+
+  setRateLimit(value: RateLimitWindow): void {
+    this.rateLimit = value;
+  }
+  fail(error: GatewayError): void {
+    this.failure = error;
+    this.note(`fail:${error.type}`);
+  }
+  sendJson(body: Uint8Array): void {
+    this.json = body;
+    this.note('json');
+  }
+  startStream(): void {
+    this.note('start');
+  }
+  writeEvent(event: string): void {
+    this.events += 1;
+    if (this.events === this.throwOnWrite) throw new Error('write after the socket closed');
+    this.note(event);
+  }
+  endStream(): void {
+    this.ended = true;
+    this.note('end');
+  }
+  setPrivacyFlags(): void {}
+}
+
+export interface Fakes {
+  deps: MessagesDeps;
+  released: { leaseId: string; billableTokens: bigint }[];
+  usage: UsageEventInit[];
+  /** Order of release and usage against client writes. */
+  timeline: string[];
+  router: { requests: routerv1.CompleteRequest[] };
+  failures: unknown[];
+}
+
+export interface FakeOptions {
+  verify?: Result<commonv1.KeyContext>;
+  authorize?: Result<Partial<policyv1.AuthorizeResponse>>;
+  acquire?: Result<MessageInitShape<typeof quotav1.AcquireResponseSchema>>;
+  router?: RouterScript;
+  sink?: FakeSink;
+  restorationFor?: MessagesDeps['restorationFor'];
+  /** Shared with the sink, to check the order of billing against what the client got. */
+  timeline?: string[];
+}
+
+export function fakes(options: FakeOptions = {}): Fakes {
+  const released: Fakes['released'] = [];
+  const usage: UsageEventInit[] = [];
+  const timeline = options.timeline ?? [];
+  const failures: unknown[] = [];
+  const router = { requests: [] as routerv1.CompleteRequest[] };
+  const script = options.router ?? { events: streamedAnswer(3) };
+  const deps: MessagesDeps = {
+    keys: { verify: async () => options.verify ?? ok(liveKey) },
+    authorize: async () => {
+      const decided = options.authorize ?? ok({});
+      if (!decided.ok) return decided;
+      return ok(
+        create(policyv1.AuthorizeResponseSchema, {
+          pools: [{ poolId: 'eu-a', jurisdiction: commonv1.Residency.EU, region: 'eu-west', upstreamModel: 'm' }],
+          ...decided.value,
+        }),
+      );
+    },
+    clients: {
+      quota: {
+        acquire: async () => {
+          const acquired =
+            options.acquire ??
+            ok({
+              leaseId: 'lease_1',
+              leaseTtlMs: 30_000n,
+              window: { limit: 100n, remaining: 99n, resetUnixMs: BigInt(window.resetUnixMs) },
+            });
+          return acquired.ok ? ok(create(quotav1.AcquireResponseSchema, acquired.value)) : acquired;
+        },
+        peek: async () =>
+          ok(
+            create(quotav1.PeekResponseSchema, {
+              window: { limit: 100n, remaining: 98n, resetUnixMs: BigInt(window.resetUnixMs) },
+            }),
+          ),
+      },
+      router: {
+        complete: (request, callOptions) => {
+          router.requests.push(create(routerv1.CompleteRequestSchema, request));
+          return (async function* () {
+            for (const event of script.events) yield ok(create(routerv1.CompleteResponseSchema, event));
+            if (script.hang && callOptions?.signal) {
+              const signal = callOptions.signal;
+              await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+              yield err({ type: 'api_error', message: 'cancelled' } as GatewayError);
+              return;
+            }
+            if (script.failWith) yield err(script.failWith);
+          })();
+        },
+      },
+    },
+    leases: {
+      hold: (ref) => ({
+        release: (billableTokens) => {
+          released.push({ leaseId: ref.leaseId, billableTokens });
+          timeline.push('release');
+        },
+      }),
+    },
+    inFlight: new InFlightRequests(),
+    recordUsage: async (event) => {
+      usage.push(event);
+      timeline.push('usage');
+    },
+    logRequest: () => undefined,
+    logFailure: (error) => failures.push(error),
+    bodyLimitFor: () => 1024 * 1024,
+    billingUnavailable: () => false,
+    restorationFor:
+      options.restorationFor ??
+      (() => {
+        throw new Error('no restoration expected');
+      }),
+    countPrivacyFlags: () => undefined,
+  };
+  return { deps, released, usage, timeline, router, failures };
+}
+
+export function callerRequest(
+  body: unknown,
+  overrides: Partial<CallerRequest> = {},
+): CallerRequest & { controller: AbortController } {
+  const controller = new AbortController();
+  const raw = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  return {
+    requestId: 'req_test',
+    presentedKey: 'gw_live_x',
+    sourceAddress: '127.0.0.1',
+    contentType: 'application/json',
+    readBody: async () => ok(raw),
+    protocolHeaders: {},
+    signal: controller.signal,
+    controller,
+    ...overrides,
+  };
+}
+
+export const messagesBody = (stream: boolean) => ({
+  model: 'claude-test',
+  max_tokens: 16,
+  stream,
+  messages: [{ role: 'user', content: 'hello' }],
+});

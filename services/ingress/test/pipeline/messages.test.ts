@@ -1,0 +1,192 @@
+import { err, gatewayError, ok } from '@gw/errors';
+import { eventsv1 } from '@gw/proto';
+import { handleMessages } from '../../src/messages';
+import { callerRequest, fakes, FakeSink, liveKey, messagesBody, sse, started, streamedAnswer } from './fakes';
+
+/** Runs one request through the pipeline with fakes on every side. */
+async function run(options: Parameters<typeof fakes>[0] = {}, body: unknown = messagesBody(true), request = {}) {
+  const timeline: string[] = [];
+  const sink = options.sink ?? new FakeSink(timeline);
+  const world = fakes({ ...options, sink, timeline });
+  const caller = callerRequest(body, request);
+  await handleMessages(world.deps, caller, sink);
+  return { ...world, sink, timeline, caller };
+}
+
+describe('handleMessages: authenticate', () => {
+  it('refuses a bad key before looking at the body or its media type', async () => {
+    const readBody = jest.fn();
+    const { sink, released, usage } = await run(
+      { verify: err(gatewayError('authentication_error', 'bad key')) },
+      'not json',
+      { contentType: 'text/plain', readBody },
+    );
+    expect(sink.failure?.type).toBe('authentication_error');
+    expect(sink.rateLimit).toBeUndefined();
+    expect(readBody).not.toHaveBeenCalled();
+    expect(released).toEqual([]);
+    expect(usage).toEqual([]);
+  });
+});
+
+describe('handleMessages: admit', () => {
+  it('answers a verified key with a wrong media type with 400 and its window', async () => {
+    const { sink, released } = await run({}, 'x', { contentType: 'text/plain' });
+    expect(sink.failure?.type).toBe('invalid_request_error');
+    expect(sink.rateLimit?.remaining).toBe(98);
+    expect(released).toEqual([]);
+  });
+
+  it('gives a limits refusal the window it carries, consuming nothing', async () => {
+    const refusal = gatewayError('rate_limit_error', 'slow down', {
+      retryAfterMs: 1_000,
+      rateLimit: { limit: 100, remaining: 0, resetUnixMs: 5 },
+    });
+    const { sink, released, usage, router } = await run({ acquire: err(refusal) });
+    expect(sink.failure).toEqual(refusal);
+    expect(sink.rateLimit).toEqual(refusal.rateLimit);
+    expect(router.requests).toEqual([]);
+    expect(released).toEqual([]);
+    expect(usage).toEqual([]);
+  });
+
+  it('sends the privacy-mode body when policy produced one, else the caller body untouched', async () => {
+    const transformed = Buffer.from('{"redacted":true}');
+    const redacted = await run({ authorize: ok({ bodyJson: transformed }) });
+    expect(Buffer.from(redacted.router.requests[0]!.bodyJson).toString()).toBe('{"redacted":true}');
+    const plain = await run();
+    expect(JSON.parse(Buffer.from(plain.router.requests[0]!.bodyJson).toString())).toEqual(messagesBody(true));
+  });
+});
+
+describe('handleMessages: relay and settle', () => {
+  it('streams every event, and releases the end of the answer only once its usage is durable', async () => {
+    const { sink, released, usage, timeline } = await run();
+    expect(sink.written).toEqual([
+      'start',
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+      'end',
+    ]);
+    expect(timeline.indexOf('usage')).toBeLessThan(timeline.indexOf('message_stop'));
+    expect(released).toEqual([{ leaseId: 'lease_1', billableTokens: 15n }]);
+    expect(usage[0]).toMatchObject({ outcome: eventsv1.Outcome.SUCCESS, inputTokens: 12n, outputTokens: 3n });
+  });
+
+  it('answers a whole message after its usage is recorded', async () => {
+    const json = Buffer.from('{"type":"message"}');
+    const { sink, usage, timeline } = await run(
+      {
+        router: {
+          events: [
+            started,
+            { event: { case: 'message', value: { json } } },
+            { event: { case: 'finished', value: { usage: { inputTokens: 5n, outputTokens: 7n } } } },
+          ],
+        },
+      },
+      messagesBody(false),
+    );
+    expect(Buffer.from(sink.json!).toString()).toBe('{"type":"message"}');
+    expect(timeline).toEqual(['release', 'usage', 'json']);
+    expect(usage[0]).toMatchObject({ billableTokens: 12n, outcome: eventsv1.Outcome.SUCCESS });
+  });
+
+  it('settles when a write throws mid-stream: lease released and usage recorded with what was delivered', async () => {
+    const sink = new FakeSink();
+    sink.throwOnWrite = 5; // message_start, block start, two deltas, then the third delta throws
+    const { released, usage, failures } = await run({
+      sink,
+      router: { events: streamedAnswer(10, { finished: false }) },
+    });
+    expect(failures).toHaveLength(1);
+    expect(released).toEqual([{ leaseId: 'lease_1', billableTokens: 12n + 2n }]);
+    expect(usage[0]).toMatchObject({
+      outcome: eventsv1.Outcome.GATEWAY_ERROR,
+      errorType: 'api_error',
+      inputTokens: 12n,
+      outputTokens: 2n,
+    });
+    expect(sink.written.slice(-2)).toEqual(['error', 'end']);
+  });
+
+  it('bills input and the output delivered when the upstream fails after some deltas', async () => {
+    const events = streamedAnswer(25, { finished: false }).slice(0, 3 + 25);
+    const { sink, released, usage } = await run({
+      router: { events, failWith: gatewayError('api_error', 'upstream broke') },
+    });
+    expect(sink.written.slice(-2)).toEqual(['error', 'end']);
+    expect(released[0]!.billableTokens).toBe(12n + 25n);
+    expect(usage[0]).toMatchObject({ outcome: eventsv1.Outcome.UPSTREAM_ERROR, outputTokens: 25n });
+  });
+
+  it('bills what a client read before it went away', async () => {
+    const events = streamedAnswer(4, { finished: false }).slice(0, 3 + 4);
+    const sink = new FakeSink();
+    const world = fakes({ sink, router: { events, hang: true } });
+    const caller = callerRequest(messagesBody(true));
+    const handled = handleMessages(world.deps, caller, sink);
+    await new Promise((resolve) => setImmediate(resolve));
+    caller.controller.abort();
+    await handled;
+    expect(world.released[0]!.billableTokens).toBe(12n + 4n);
+    expect(world.usage[0]).toMatchObject({ outcome: eventsv1.Outcome.CLIENT_CANCELLED, outputTokens: 4n });
+    expect(sink.written).not.toContain('error');
+  });
+
+  it('prefers the upstream cumulative output count over the delta count', async () => {
+    const events = [
+      ...streamedAnswer(2, { finished: false }).slice(0, 5),
+      sse('message_delta', { type: 'message_delta', delta: {}, usage: { output_tokens: 9 } }),
+    ];
+    const { released } = await run({ router: { events, failWith: gatewayError('overloaded_error', 'gone') } });
+    expect(released[0]!.billableTokens).toBe(12n + 9n);
+  });
+
+  it('settles a tokenise stream whose upstream payload is not JSON', async () => {
+    const restoration = {
+      textRestorer: () => ({ push: (chunk: string) => chunk, flush: () => '' }),
+      jsonRestorer: () => ({ push: (chunk: string) => chunk, flush: () => '' }),
+      restoreAll: (text: string) => text,
+    };
+    const events = [
+      started,
+      sse('message_start', { type: 'message_start', message: { usage: { input_tokens: 3 } } }),
+      { event: { case: 'sse' as const, value: { event: 'content_block_delta', data: Buffer.from('{not json') } } },
+    ];
+    const { released, usage, sink } = await run({
+      authorize: ok({ placeholders: [{ placeholder: 'p', original: 'o' }], placeholderNonce: 'n' }),
+      restorationFor: () => restoration,
+      router: { events },
+    });
+    expect(released).toEqual([{ leaseId: 'lease_1', billableTokens: 3n }]);
+    expect(usage[0]).toMatchObject({ outcome: eventsv1.Outcome.GATEWAY_ERROR });
+    expect(sink.written.slice(-2)).toEqual(['error', 'end']);
+  });
+
+  it('ends the request when the key is revoked mid-stream, billing what was delivered', async () => {
+    const events = streamedAnswer(2, { finished: false }).slice(0, 5);
+    const sink = new FakeSink();
+    const world = fakes({ sink, router: { events, hang: true } });
+    const handled = handleMessages(world.deps, callerRequest(messagesBody(true)), sink);
+    await new Promise((resolve) => setImmediate(resolve));
+    world.deps.inFlight.revokeKey(liveKey.keyId);
+    await handled;
+    expect(world.usage[0]).toMatchObject({ outcome: eventsv1.Outcome.REVOKED, outputTokens: 2n });
+    expect(world.released[0]!.billableTokens).toBe(14n);
+    expect(sink.written.slice(-2)).toEqual(['error', 'end']);
+  });
+
+  it('fails a router that ends without answering as a gateway error, still releasing the lease', async () => {
+    const { sink, released, usage } = await run({ router: { events: [] } });
+    expect(sink.failure?.type).toBe('api_error');
+    expect(released).toHaveLength(1);
+    expect(usage[0]).toMatchObject({ outcome: eventsv1.Outcome.UPSTREAM_ERROR, billableTokens: 0n });
+  });
+});
