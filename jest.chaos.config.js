@@ -1,7 +1,7 @@
 const base = require('./jest.base.config');
 
 /**
- * Chaos tests (issue 6): a stack of their own (own state directory, PostgreSQL, Redis, Kafka and
+ * Chaos tests: a stack of their own (own state directory, PostgreSQL, Redis, Kafka and
  * ports) whose infrastructure and services they stop and start while requests run. Run in band,
  * after the integration run; each fault takes up to a few minutes.
  */

@@ -20,7 +20,7 @@ import type { CompletedRequest, LoadResult } from './load';
 import { meteredEvents, meteringDuplicates, spoolDepth, waitUntilSettled } from './metered';
 
 /**
- * Issue 6: metering loses nothing and counts nothing twice under faults. For each fault, the billable
+ * Metering loses nothing and counts nothing twice under faults. For each fault, the billable
  * tokens of every request that returned 200 (from the responses' usage) must equal the account's
  * totals in Postgres, in usage_aggregates and in usage_events alike, with one event per request.
  * Runs on a stack of its own (chaos-stack.ts): it stops and starts PostgreSQL, Kafka and services.

@@ -12,7 +12,7 @@ export interface Ports {
   sim: { eu: number; uk: number; openaiEu: number };
 }
 
-/** DESIGN.md §5 ports, shifted by an offset so that a second stack can run beside the first. */
+/** The local ports of docs/conventions.md, shifted by an offset so that a second stack can run beside the first. */
 export function portsWithOffset(offset: number): Ports {
   return {
     http: 8080 + offset,

@@ -7,7 +7,7 @@ import { ensureSecrets, startInfra, startServices } from './stack';
 /** `make up`: the whole local stack in the background, healthy, seeded, described in stack.env. */
 async function up(): Promise<void> {
   const state = stateDir(resolve(process.env.GW_STATE_DIR ?? join(repoRoot, '.local')));
-  // GW_PORT_BASE puts the whole stack in one block of ports (tests); otherwise DESIGN.md §5, shifted.
+  // GW_PORT_BASE puts the whole stack in one block of ports (tests); otherwise the ports of docs/conventions.md, shifted.
   const ports = process.env.GW_PORT_BASE
     ? portsFromBase(Number(process.env.GW_PORT_BASE))
     : portsWithOffset(Number(process.env.GW_PORT_OFFSET ?? 0));

@@ -8,6 +8,8 @@ export type MethodsOf<S> = S extends GenService<infer M> ? M : never;
 export interface CallContext {
   /** Aborted when the caller cancels or the deadline passes. */
   signal: AbortSignal;
+  /** The request the call serves, when the caller sent a well-formed id; for log lines (`request_id`). */
+  requestId?: string;
 }
 
 export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
@@ -40,10 +42,15 @@ export type ServiceHandlers<M extends GenServiceMethods> = {
 };
 
 export interface CallOptions {
-  /** Deadline for the whole call, in milliseconds from now. */
+  /**
+   * Deadline for the whole call, in milliseconds from now. A unary call always has one: without a
+   * positive value here, the client's default applies. A server-streaming call has one only if given here.
+   */
   timeoutMs?: number;
-  /** Cancels the call when aborted. */
+  /** Cancels the call when aborted; an already-aborted signal fails the call without sending it. */
   signal?: AbortSignal;
+  /** The request the call serves, sent as x-request-id; dropped unless at most 64 of [A-Za-z0-9_-]. */
+  requestId?: string;
 }
 
 export type UnaryCall<I extends DescMessage, O extends DescMessage> = (

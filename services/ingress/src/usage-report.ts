@@ -33,7 +33,7 @@ const privacyModeNames: Partial<Record<commonv1.PrivacyMode, string>> = {
   [commonv1.PrivacyMode.TOKENISE]: 'tokenise',
 };
 
-/** The billing period of an instant: the calendar month in UTC (DESIGN.md §3). */
+/** The billing period of an instant: the calendar month in UTC (docs/decisions.md). */
 export function billingPeriod(at: Date): { start: Date; end: Date } {
   return {
     start: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1)),

@@ -6,7 +6,7 @@ export interface TokenCounts {
   cacheCreationInputTokens: number;
 }
 
-/** DESIGN.md §3: input + output + ceil(10 % of cache reads) + ceil(125 % of cache writes). */
+/** The weighting of docs/decisions.md: input + output + ceil(10 % of cache reads) + ceil(125 % of cache writes). */
 export function billableTokens(counts: TokenCounts): number {
   return (
     counts.inputTokens +

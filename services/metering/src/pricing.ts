@@ -53,7 +53,7 @@ function ceilDiv(numerator: bigint, denominator: bigint): bigint {
   return (numerator + denominator - 1n) / denominator;
 }
 
-/** Input tokens weighted as DESIGN.md §3: cache reads at 10 %, cache writes at 125 %, each rounded up. */
+/** Input tokens weighted as docs/decisions.md says: cache reads at 10 %, cache writes at 125 %, each rounded up. */
 export function weightedInputTokens(counts: {
   inputTokens: bigint;
   cacheReadInputTokens: bigint;

@@ -59,7 +59,7 @@ function event(init: Partial<PricedEvent> = {}): PricedEvent {
   };
 }
 
-/** An event whose billable tokens follow DESIGN.md §3 from its counts. */
+/** An event whose billable tokens follow the weighting of docs/decisions.md from its counts. */
 function weighted(init: Partial<PricedEvent>): PricedEvent {
   const base = event(init);
   return { ...base, billableTokens: weightedInputTokens(base) + base.outputTokens };

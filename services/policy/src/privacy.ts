@@ -21,7 +21,7 @@ export interface PrivacyOutcome {
 const unchanged = (flags: Counts = {}): PrivacyOutcome => ({ flags, placeholders: {}, nonce: '' });
 
 /**
- * Applies a key's privacy mode to every text the caller sent (DESIGN.md §3). Fails closed: anything that
+ * Applies a key's privacy mode to every text the caller sent (docs/decisions.md). Fails closed: anything that
  * goes wrong is an api_error and the request is never forwarded unprocessed.
  */
 export function applyPrivacyMode(mode: PrivacyMode, bodyJson: Uint8Array): Result<PrivacyOutcome> {

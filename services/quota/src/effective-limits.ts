@@ -20,7 +20,7 @@ export function effectiveLimits(plan: PlanConfig, overrides: commonv1.LimitOverr
     concurrency: pick(overrides?.concurrency, plan.limits.concurrency),
     monthlyTokens,
     overage: overrides?.overage ?? plan.overage.enabled,
-    // DESIGN.md §3: the plan's ceiling, by default twice the allowance in force.
+    // The plan's ceiling, by default twice the allowance in force.
     hardCeilingTokens: pick(overrides?.hardCeilingTokens, plan.hardCeilingTokens ?? 2 * monthlyTokens),
   };
 }

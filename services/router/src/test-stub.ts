@@ -7,7 +7,7 @@ import { isJsonObject, parseJsonObject } from './completion';
 import { estimateInputTokens } from './estimate';
 
 /**
- * The answer for test keys (DESIGN.md §3): deterministic text from a hash of the request, realistic
+ * The answer for test keys (docs/decisions.md): deterministic text from a hash of the request, realistic
  * usage, the upstream's wire format, and magic texts that trigger failures. Never touches an
  * upstream. See README.md for the magic texts.
  */
