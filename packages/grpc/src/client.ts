@@ -1,22 +1,81 @@
-import { credentials, makeGenericClientConstructor, Metadata } from '@grpc/grpc-js';
-import type { Client, ClientReadableStream, ServiceError } from '@grpc/grpc-js';
+import { credentials, makeGenericClientConstructor, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
+import type { ChannelOptions, Client, ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import type { DescMessage, MessageShape } from '@bufbuild/protobuf';
 import { create } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { err, ok } from '@gw/errors';
-import type { Result } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
 import { fromGrpcError } from './error-detail';
+import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
 import type { CallOptions, ServiceClient } from './types';
 
 export interface ClientOptions {
-  /** host:port of the service. */
+  /**
+   * host:port of the service, or dns:///host:port to spread calls round robin over every address the
+   * name resolves to (a Kubernetes headless Service resolves to one address per pod).
+   */
   address: string;
   /** Name used in error messages, e.g. "auth". */
   callee: string;
-  /** Deadline applied when a call gives none. */
+  /** Deadline of a unary call that gives none; 0 or less means fallbackUnaryTimeoutMs, never no deadline. */
   defaultTimeoutMs: number;
+  /** Largest message sent or received, in bytes; omitted: grpc-js's defaults (4 MiB received). */
+  maxMessageBytes?: number;
 }
+
+/**
+ * Deadline of a unary call when neither the call nor its client gives one: the longest a gateway request
+ * may take (the SDKs' own request timeout), so that a hung service never holds a caller for ever.
+ */
+export const fallbackUnaryTimeoutMs = 600_000;
+
+/** Client pings: a connection whose peer vanished without closing it is noticed within 40 s. */
+export const clientKeepaliveTimeMs = 30_000;
+
+const isPositiveMs = (value: number | undefined): value is number =>
+  value !== undefined && Number.isFinite(value) && value > 0;
+
+/** When a unary call must have ended: the call's timeout, else the client's default, else the fallback. */
+export function unaryDeadline(callOptions: CallOptions | undefined, defaultTimeoutMs: number, now = Date.now()): Date {
+  const timeoutMs = [callOptions?.timeoutMs, defaultTimeoutMs].find(isPositiveMs) ?? fallbackUnaryTimeoutMs;
+  return new Date(now + timeoutMs);
+}
+
+/** A server-streaming call (a completion) lives as long as its stream unless the call gives a timeout. */
+function streamDeadline(callOptions: CallOptions | undefined): Date | undefined {
+  const timeoutMs = callOptions?.timeoutMs;
+  return isPositiveMs(timeoutMs) ? new Date(Date.now() + timeoutMs) : undefined;
+}
+
+// Targets that may resolve to several addresses; grpc-js's default policy (pick_first) would send every
+// call to one of them. ipv4:/ipv6: address lists are grpc-js's own multi-address targets.
+const multiAddressTarget = /^(dns|ipv4|ipv6):/;
+const roundRobin = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
+
+/** The grpc-js channel options of a client: keepalive, message limits and load balancing. */
+export function channelOptions(options: Pick<ClientOptions, 'address' | 'maxMessageBytes'>): ChannelOptions {
+  return {
+    'grpc.keepalive_time_ms': clientKeepaliveTimeMs,
+    'grpc.keepalive_timeout_ms': 10_000,
+    // Idle connections are pinged too, so that the first call after a quiet spell does not find a dead one.
+    'grpc.keepalive_permit_without_calls': 1,
+    ...(options.maxMessageBytes !== undefined && {
+      'grpc.max_receive_message_length': options.maxMessageBytes,
+      'grpc.max_send_message_length': options.maxMessageBytes,
+    }),
+    ...(multiAddressTarget.test(options.address) && { 'grpc.service_config': roundRobin }),
+  };
+}
+
+function callMetadata(callOptions: CallOptions | undefined): Metadata {
+  const metadata = new Metadata();
+  const requestId = wellFormedRequestId(callOptions?.requestId);
+  if (requestId !== undefined) metadata.set(requestIdMetadataKey, requestId);
+  return metadata;
+}
+
+const cancelledBeforeSending = (callee: string): GatewayError => fromGrpcError({ code: GrpcStatus.CANCELLED }, callee);
 
 type UntypedUnary = (
   request: unknown,
@@ -30,11 +89,6 @@ type UntypedServerStream = (
   options: { deadline?: Date },
 ) => ClientReadableStream<unknown>;
 
-function deadline(options: CallOptions | undefined, fallbackMs: number): Date | undefined {
-  const ms = options?.timeoutMs ?? fallbackMs;
-  return ms > 0 ? new Date(Date.now() + ms) : undefined;
-}
-
 /**
  * A typed client whose calls return results instead of throwing: a refusal by the service and a
  * failure of the call both come back as a GatewayError value.
@@ -44,41 +98,54 @@ export function createServiceClient<M extends GenServiceMethods>(
   options: ClientOptions,
 ): ServiceClient<M> & { close(): void } {
   const Constructor = makeGenericClientConstructor(grpcServiceDefinition(service), service.typeName);
-  const channel: Client = new Constructor(options.address, credentials.createInsecure(), {
-    'grpc.keepalive_time_ms': 30_000,
-    'grpc.keepalive_timeout_ms': 10_000,
-  });
+  const channel: Client = new Constructor(options.address, credentials.createInsecure(), channelOptions(options));
   const methods = channel as unknown as Record<string, UntypedUnary | UntypedServerStream>;
   const client: Record<string, unknown> = { close: () => channel.close() };
 
   for (const method of service.methods) {
     const invoke = methods[method.localName]!.bind(channel);
     if (method.methodKind === 'unary') {
-      client[method.localName] = (request: unknown, callOptions?: CallOptions) =>
-        new Promise<Result<MessageShape<DescMessage>>>((resolve) => {
+      client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
+        const signal = callOptions?.signal;
+        if (signal?.aborted) return Promise.resolve(err(cancelledBeforeSending(options.callee)));
+        return new Promise<Result<MessageShape<DescMessage>>>((resolve) => {
+          const cancel = () => call.cancel();
           const call = (invoke as UntypedUnary)(
             create(method.input, request as never),
-            new Metadata(),
-            { deadline: deadline(callOptions, options.defaultTimeoutMs) },
-            (error, response) =>
-              resolve(error ? err(fromGrpcError(error, options.callee)) : ok(response as MessageShape<DescMessage>)),
+            callMetadata(callOptions),
+            { deadline: unaryDeadline(callOptions, options.defaultTimeoutMs) },
+            (error, response) => {
+              // The signal may outlive the call by far (one per connection, say): leave nothing on it.
+              signal?.removeEventListener('abort', cancel);
+              resolve(error ? err(fromGrpcError(error, options.callee)) : ok(response as MessageShape<DescMessage>));
+            },
           );
-          callOptions?.signal?.addEventListener('abort', () => call.cancel(), { once: true });
+          signal?.addEventListener('abort', cancel, { once: true });
         });
+      };
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) =>
         (async function* () {
-          const call = (invoke as UntypedServerStream)(create(method.input, request as never), new Metadata(), {
-            deadline: deadline(callOptions, 0),
-          });
+          const signal = callOptions?.signal;
+          if (signal?.aborted) {
+            yield err(cancelledBeforeSending(options.callee));
+            return;
+          }
+          const call = (invoke as UntypedServerStream)(
+            create(method.input, request as never),
+            callMetadata(callOptions),
+            {
+              deadline: streamDeadline(callOptions),
+            },
+          );
           const cancel = () => call.cancel();
-          callOptions?.signal?.addEventListener('abort', cancel, { once: true });
+          signal?.addEventListener('abort', cancel, { once: true });
           try {
             for await (const response of call) yield ok(response as MessageShape<DescMessage>);
           } catch (error) {
             yield err(fromGrpcError(error as ServiceError, options.callee));
           } finally {
-            callOptions?.signal?.removeEventListener('abort', cancel);
+            signal?.removeEventListener('abort', cancel);
             call.cancel();
           }
         })();

@@ -1,7 +1,9 @@
 import { once } from 'node:events';
 import { Server, ServerCredentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type {
+  ChannelOptions,
   handleServerStreamingCall,
+  Metadata,
   handleUnaryCall,
   sendUnaryData,
   ServerUnaryCall,
@@ -15,11 +17,13 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { gatewayError, internalErrorMessage } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
+import { clientKeepaliveTimeMs } from './client';
 import { toGrpcStatus } from './error-detail';
+import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
 import type { CallContext, ServerStreamHandler, ServiceHandlers, UnaryHandler } from './types';
 
 /** Where a service reports a handler that threw: a bug, never a decision. */
-export type HandlerFailureLog = (error: unknown, method: string) => void;
+export type HandlerFailureLog = (error: unknown, method: string, requestId: string | undefined) => void;
 
 /** One finished call, for metrics: every call that reached a service is counted at its boundary. */
 export interface FinishedCall {
@@ -28,6 +32,8 @@ export interface FinishedCall {
   /** The gRPC status code name, e.g. OK or PERMISSION_DENIED. */
   code: string;
   durationSeconds: number;
+  /** The request the call served, when the caller sent a well-formed id. */
+  requestId?: string;
 }
 
 interface CallHooks {
@@ -45,41 +51,44 @@ const codeNames = Object.fromEntries(Object.entries(GrpcStatus).map(([name, code
   string
 >;
 
-function finish(hooks: CallHooks, method: DescMethod, startedAt: bigint, code: number): void {
+function finish(hooks: CallHooks, method: DescMethod, context: CallContext, startedAt: bigint, code: number): void {
   hooks.observe({
     service: method.parent.typeName,
     method: method.name,
     code: codeNames[code] ?? String(code),
     durationSeconds: Number(process.hrtime.bigint() - startedAt) / 1e9,
+    requestId: context.requestId,
   });
 }
 
 const internalFailure = () => toGrpcStatus(gatewayError('api_error', internalErrorMessage));
 
-function callContext(call: { on(event: 'cancelled', listener: () => void): unknown }): CallContext {
+function callContext(call: { metadata: Metadata; on(event: 'cancelled', listener: () => void): unknown }): CallContext {
   const controller = new AbortController();
   call.on('cancelled', () => controller.abort());
-  return { signal: controller.signal };
+  // Checked again here: not every caller is our client.
+  return { signal: controller.signal, requestId: wellFormedRequestId(call.metadata.get(requestIdMetadataKey)[0]) };
 }
 
 function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessage>, hooks: CallHooks) {
   return (call: ServerUnaryCall<MessageShape<DescMessage>, unknown>, callback: sendUnaryData<unknown>) => {
     const startedAt = process.hrtime.bigint();
-    handler(call.request, callContext(call)).then(
+    const context = callContext(call);
+    handler(call.request, context).then(
       (result: Result<MessageInitShape<DescMessage>>) => {
         if (result.ok) {
           callback(null, create(method.output, result.value));
-          finish(hooks, method, startedAt, GrpcStatus.OK);
+          finish(hooks, method, context, startedAt, GrpcStatus.OK);
         } else {
           const failure = toGrpcStatus(result.error);
           callback(failure);
-          finish(hooks, method, startedAt, failure.code!);
+          finish(hooks, method, context, startedAt, failure.code!);
         }
       },
       (error: unknown) => {
-        hooks.onFailure(error, method.name);
+        hooks.onFailure(error, method.name, context.requestId);
         callback(internalFailure());
-        finish(hooks, method, startedAt, GrpcStatus.INTERNAL);
+        finish(hooks, method, context, startedAt, GrpcStatus.INTERNAL);
       },
     );
   };
@@ -106,11 +115,11 @@ function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessa
       if (context.signal.aborted) code = GrpcStatus.CANCELLED;
       else call.end();
     } catch (error) {
-      hooks.onFailure(error, method.name);
+      hooks.onFailure(error, method.name, context.requestId);
       code = GrpcStatus.INTERNAL;
       if (!context.signal.aborted) call.emit('error', internalFailure());
     } finally {
-      finish(hooks, method, startedAt, code);
+      finish(hooks, method, context, startedAt, code);
     }
   };
 }
@@ -154,6 +163,8 @@ export interface GrpcServerOptions {
   onHandlerFailure: HandlerFailureLog;
   /** Told of every finished call; feeds the service's request metrics. */
   observeCall?: (call: FinishedCall) => void;
+  /** Largest message received or sent, in bytes; omitted: grpc-js's defaults (4 MiB received). */
+  maxMessageBytes?: number;
 }
 
 export interface RunningGrpcServer {
@@ -164,8 +175,26 @@ export interface RunningGrpcServer {
   shutdown(graceMs: number): Promise<void>;
 }
 
+/** The grpc-js options of a server: keepalive, the ping policy it states, and message limits. */
+export function serverOptions(options: Pick<GrpcServerOptions, 'maxMessageBytes'>): ChannelOptions {
+  return {
+    // Server pings: a caller that vanished without closing its connection (its streams with it) is
+    // noticed within 40 s, and the handlers of its calls are cancelled.
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_timeout_ms': 10_000,
+    // The ping policy for clients. grpc-js servers enforce none today, but a server that did with the
+    // usual 5-minute default would answer our clients' keepalive pings with GOAWAY too_many_pings.
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.http2.min_ping_interval_without_data_ms': clientKeepaliveTimeMs / 3,
+    ...(options.maxMessageBytes !== undefined && {
+      'grpc.max_receive_message_length': options.maxMessageBytes,
+      'grpc.max_send_message_length': options.maxMessageBytes,
+    }),
+  };
+}
+
 export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
-  const server = new Server({ 'grpc.keepalive_permit_without_calls': 1 });
+  const server = new Server(serverOptions(options));
   const health = new HealthImplementation({ '': 'NOT_SERVING' });
   health.addToServer(server);
   for (const { service, implementation } of options.services) {
