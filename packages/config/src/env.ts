@@ -29,6 +29,20 @@ export async function runOrExit(start: () => Promise<void>): Promise<void> {
   }
 }
 
+const MiB = 1024 * 1024;
+
+/** Ingress's request-body limit unless BODY_LIMIT_BYTES says otherwise. */
+export const defaultBodyLimitBytes = 32 * MiB;
+
+/**
+ * The gRPC message size that carries a request body of bodyLimitBytes: the body travels whole inside
+ * a message (ingress → policy, ingress → router), with 1 MiB left for the rest of the message.
+ */
+export const grpcMessageLimitFor = (bodyLimitBytes: number): number => bodyLimitBytes + MiB;
+
+// host:port, [v6]:port, optionally after dns:/// (the resolver scheme, whose addresses gRPC calls round robin).
+const grpcAddress = /^(dns:\/\/\/)?([^\s:/]+|\[[0-9a-fA-F:]+\]):\d{1,5}$/;
+
 /** Field builders for the usual kinds of variable. */
 export const env = {
   port: (fallback: number) =>
@@ -45,12 +59,11 @@ export const env = {
       .positive('expected a positive integer')
       .default(fallback),
   host: (fallback: string) => z.string().min(1, 'expected a host name or address').default(fallback),
-  /** host:port */
+  /** host:port, or dns:///host:port for a gRPC service behind several addresses (a headless Service). */
   address: (fallback: string) =>
-    z
-      .string()
-      .regex(/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, 'expected host:port')
-      .default(fallback),
+    z.string().regex(grpcAddress, 'expected host:port or dns:///host:port').default(fallback),
+  /** GRPC_MAX_MESSAGE_BYTES: largest gRPC message a service receives or sends; fits the default body limit. */
+  grpcMaxMessageBytes: () => env.positiveInt(grpcMessageLimitFor(defaultBodyLimitBytes)),
   url: (fallback?: string) => {
     const url = z.url({ error: 'expected a URL' });
     return fallback === undefined ? url : url.default(fallback);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, env, parseGatewayConfig, readEnv } from '../src';
+import { ConfigError, defaultBodyLimitBytes, env, grpcMessageLimitFor, parseGatewayConfig, readEnv } from '../src';
 
 const schema = z.object({ GRPC_PORT: env.port(50051), DATABASE_URL: z.string({ error: 'expected a PostgreSQL URL' }) });
 
@@ -56,5 +56,26 @@ describe('parseGatewayConfig', () => {
     expect(() => parseGatewayConfig(validYaml.replace('pool: p1', 'pool: p2'), {})).toThrow(
       /models\.m1\.servedBy\.0\.pool: unknown pool "p2"/,
     );
+  });
+});
+
+describe('gRPC fields', () => {
+  const grpc = z.object({ ADDRESS: env.address('127.0.0.1:50052'), GRPC_MAX_MESSAGE_BYTES: env.grpcMaxMessageBytes() });
+
+  it('sizes gRPC messages for the largest request body plus 1 MiB', () => {
+    expect(grpcMessageLimitFor(5_000_000)).toBe(5_000_000 + 1_048_576);
+    expect(readEnv(grpc, {}).GRPC_MAX_MESSAGE_BYTES).toBe(34_603_008);
+    expect(grpcMessageLimitFor(defaultBodyLimitBytes)).toBe(34_603_008);
+    expect(readEnv(grpc, { GRPC_MAX_MESSAGE_BYTES: '70000000' }).GRPC_MAX_MESSAGE_BYTES).toBe(70_000_000);
+    expect(() => readEnv(grpc, { GRPC_MAX_MESSAGE_BYTES: '0' })).toThrow(/GRPC_MAX_MESSAGE_BYTES/);
+  });
+
+  it('takes host:port and dns:///host:port addresses', () => {
+    for (const address of ['policy:50052', '10.0.0.7:50052', '[::1]:50052', 'dns:///policy.gw.svc:50052']) {
+      expect(readEnv(grpc, { ADDRESS: address }).ADDRESS).toBe(address);
+    }
+    for (const address of ['policy', 'dns:///policy', 'dns://policy:50052', 'http://policy:50052', 'a b:1']) {
+      expect(() => readEnv(grpc, { ADDRESS: address })).toThrow(/ADDRESS: expected host:port or dns:\/\/\/host:port/);
+    }
   });
 });
