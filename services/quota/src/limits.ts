@@ -41,7 +41,14 @@ interface LimitScripts {
   ): Promise<Reply>;
   gwPeek(rpmKey: string): Promise<[number, number]>;
   gwRenew(inflightKey: string, leaseId: string, ttlMs: number): Promise<number>;
-  gwRelease(inflightKey: string, tokensKey: string, leaseId: string, tokens: number): Promise<number>;
+  gwRelease(
+    inflightKey: string,
+    tokensKey: string,
+    releasedKey: string,
+    leaseId: string,
+    tokens: number,
+    releasedTtlMs: number,
+  ): Promise<number>;
   gwRebuild(tokensKey: string, value: number, ttlMs: number): Promise<number>;
 }
 
@@ -55,8 +62,12 @@ const keysOf = (accountId: string, environment: Environment, periodKey: string) 
   const prefix = `q:${tag(accountId, environment)}`;
   return { rpm: `${prefix}:rpm`, inflight: `${prefix}:inflight`, tokens: `${prefix}:tokens:${periodKey}` };
 };
+const releasedKeyOf = (accountId: string, environment: Environment, leaseId: string) =>
+  `q:${tag(accountId, environment)}:released:${leaseId}`;
 /** Counters outlive their period a little, so late releases still find them. */
 const tokensKeyGraceMs = 35 * 24 * 3600 * 1000;
+/** A release marker outlives every retry of that release (ingress retries for up to 110 s). */
+const releasedMarkerTtlMs = 120_000;
 
 const unavailable = () =>
   gatewayError('overloaded_error', 'The gateway cannot check rate limits right now. Retry with exponential backoff.', {
@@ -80,7 +91,7 @@ export class Limits {
     redis.defineCommand('gwAcquire', { numberOfKeys: 3, lua: acquireScript });
     redis.defineCommand('gwPeek', { numberOfKeys: 1, lua: peekScript });
     redis.defineCommand('gwRenew', { numberOfKeys: 1, lua: renewScript });
-    redis.defineCommand('gwRelease', { numberOfKeys: 2, lua: releaseScript });
+    redis.defineCommand('gwRelease', { numberOfKeys: 3, lua: releaseScript });
     redis.defineCommand('gwRebuild', { numberOfKeys: 1, lua: rebuildScript });
     this.scripts = redis as unknown as LimitScripts;
   }
@@ -143,10 +154,20 @@ export class Limits {
     return (await this.scripts.gwRenew(inflight, leaseId, this.leaseTtlMs)) === 1;
   }
 
-  /** Frees the lease and charges the request's weighted tokens to the period it ended in. */
+  /**
+   * Frees the lease and charges the request's weighted tokens to the period it ended in, once per lease
+   * however often it is called, so a release whose reply was lost may be retried.
+   */
   async release(accountId: string, environment: Environment, leaseId: string, billableTokens: number): Promise<void> {
     const keys = keysOf(accountId, environment, billingPeriod(this.now()).key);
-    await this.scripts.gwRelease(keys.inflight, keys.tokens, leaseId, environment === 'live' ? billableTokens : 0);
+    await this.scripts.gwRelease(
+      keys.inflight,
+      keys.tokens,
+      releasedKeyOf(accountId, environment, leaseId),
+      leaseId,
+      environment === 'live' ? billableTokens : 0,
+      releasedMarkerTtlMs,
+    );
   }
 
   private decide([outcome, count, resetUnixMs]: Reply, limits: EffectiveLimits, leaseId: string): Result<Lease> {

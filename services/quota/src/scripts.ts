@@ -80,13 +80,17 @@ end
 return {count, (window + 1) * 60000}
 `;
 
-/** KEYS[1] in-flight leases. ARGV: lease id, ttl ms. Returns 1 when the lease was still held. */
+/**
+ * KEYS[1] in-flight leases. ARGV: lease id, ttl ms. Returns 1 when the lease was still held; a lease
+ * past its expiry is not, even before an acquire sweeps it away, so it is never brought back.
+ */
 export const renewScript = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 -- ZADD CH would report 0 for a renewal within the same millisecond (score unchanged): ask ZSCORE.
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not expiry or tonumber(expiry) <= now then
   return 0
 end
 redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
@@ -95,14 +99,21 @@ return 1
 `;
 
 /**
- * KEYS[1] in-flight leases, KEYS[2] tokens used in the period. ARGV: lease id, weighted tokens.
- * The tokens are added only to a counter that exists: a missing one is rebuilt from Postgres, where
- * this request's usage arrives through metering.
+ * KEYS[1] in-flight leases, KEYS[2] tokens used in the period, KEYS[3] the lease's release marker.
+ * ARGV: lease id, weighted tokens, marker ttl ms.
+ * A caller retries a release whose reply it lost, so the tokens are charged once per lease: by the
+ * release that creates the marker. That is the one that removed the lease, or the first for a lease that
+ * had already expired (still charged: the request ran). The tokens are added only to a counter that
+ * exists: a missing one is rebuilt from Postgres, where this request's usage arrives through metering.
+ * Returns 1 when this release charged.
  */
 export const releaseScript = `
 redis.call('ZREM', KEYS[1], ARGV[1])
 local tokens = tonumber(ARGV[2])
-if tokens > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+if tokens <= 0 or not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[3]) then
+  return 0
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('INCRBY', KEYS[2], tokens)
 end
 return 1
