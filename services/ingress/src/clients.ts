@@ -1,3 +1,4 @@
+import { grpcMessageLimitFor } from '@gw/config';
 import { createServiceClient } from '@gw/grpc';
 import { authv1, meteringv1, policyv1, quotav1, routerv1 } from '@gw/proto';
 import type { IngressConfig } from './config';
@@ -5,32 +6,39 @@ import type { IngressConfig } from './config';
 /** Typed clients of the four services a request passes through. */
 export function createClients(config: IngressConfig) {
   const timeout = config.CONTROL_CALL_TIMEOUT_MS;
+  // Bodies of up to BODY_LIMIT_BYTES travel whole to policy and router (and back, after privacy modes).
+  const maxMessageBytes = grpcMessageLimitFor(config.BODY_LIMIT_BYTES);
   return {
     auth: createServiceClient(authv1.AuthService, {
       address: config.AUTH_ADDRESS,
       callee: 'auth',
       defaultTimeoutMs: timeout,
+      maxMessageBytes,
     }),
     policy: createServiceClient(policyv1.PolicyService, {
       address: config.POLICY_ADDRESS,
       callee: 'policy',
       defaultTimeoutMs: timeout,
+      maxMessageBytes,
     }),
     quota: createServiceClient(quotav1.QuotaService, {
       address: config.QUOTA_ADDRESS,
       callee: 'quota',
       defaultTimeoutMs: timeout,
+      maxMessageBytes,
     }),
     metering: createServiceClient(meteringv1.MeteringService, {
       address: config.METERING_ADDRESS,
       callee: 'metering',
       defaultTimeoutMs: timeout,
+      maxMessageBytes,
     }),
     // No deadline: a completion lives as long as its stream; the client's disconnect cancels it.
     router: createServiceClient(routerv1.RouterService, {
       address: config.ROUTER_ADDRESS,
       callee: 'router',
       defaultTimeoutMs: 0,
+      maxMessageBytes,
     }),
   };
 }

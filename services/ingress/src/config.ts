@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, readEnv } from '@gw/config';
+import { defaultBodyLimitBytes, env, readEnv } from '@gw/config';
 
 const schema = z.object({
   LOG_LEVEL: env.logLevel(),
@@ -15,7 +15,7 @@ const schema = z.object({
   METERING_ADDRESS: env.address('127.0.0.1:50055'),
   KAFKA_BROKERS: env.list('127.0.0.1:9092'),
   USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),
-  BODY_LIMIT_BYTES: env.positiveInt(32 * 1024 * 1024),
+  BODY_LIMIT_BYTES: env.positiveInt(defaultBodyLimitBytes),
   // A refused upload is still read and dropped for a while: closing on unread bytes resets the
   // connection, and a client still writing would lose the refusal.
   /** Bytes of a refused upload read after the refusal before its connection is closed. */

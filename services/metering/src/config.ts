@@ -6,6 +6,8 @@ const schema = z.object({
   /** Serves gateway.metering.v1.MeteringService (GetUsage) and grpc.health.v1. */
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50055),
+  /** Largest gRPC message received or sent. */
+  GRPC_MAX_MESSAGE_BYTES: env.grpcMaxMessageBytes(),
   METRICS_HOST: env.host('127.0.0.1'),
   METRICS_PORT: env.port(9469),
   DATABASE_URL: z

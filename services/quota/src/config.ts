@@ -5,6 +5,8 @@ const schema = z.object({
   LOG_LEVEL: env.logLevel(),
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50053),
+  /** Largest gRPC message received or sent. */
+  GRPC_MAX_MESSAGE_BYTES: env.grpcMaxMessageBytes(),
   METRICS_HOST: env.host('127.0.0.1'),
   METRICS_PORT: env.port(9467),
   REDIS_URL: z

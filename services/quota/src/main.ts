@@ -37,8 +37,10 @@ void runOrExit(async () => {
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
+    maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     services: [quotaService(limits)],
-    onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+    onHandlerFailure: (error, method, requestId) =>
+      logger.error({ err: error, method, request_id: requestId }, 'handler failed'),
     observeCall: grpcServerMetrics(metrics.registry),
   });
   grpc.setServing(true);

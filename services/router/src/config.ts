@@ -4,6 +4,8 @@ import { env, readEnv } from '@gw/config';
 const schema = z.object({
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50054),
+  /** Largest gRPC message received or sent; a request body crosses in one (BODY_LIMIT_BYTES + 1 MiB). */
+  GRPC_MAX_MESSAGE_BYTES: env.grpcMaxMessageBytes(),
   GATEWAY_CONFIG: z
     .string({ error: 'expected the path of the gateway YAML file' })
     .min(1, 'expected the path of the gateway YAML file'),

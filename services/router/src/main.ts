@@ -69,8 +69,10 @@ void runOrExit(async () => {
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
+    maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     services: [registration(routerv1.RouterService, routerHandlers(router, logger))],
-    onHandlerFailure: (error, method) => logger.error({ err: error, method }, 'handler failed'),
+    onHandlerFailure: (error, method, requestId) =>
+      logger.error({ err: error, method, request_id: requestId }, 'handler failed'),
     observeCall: grpcServerMetrics(metricsServer.registry),
   });
   grpc.setServing(true);
