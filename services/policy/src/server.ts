@@ -1,16 +1,14 @@
 import { registration } from '@gw/grpc';
 import { commonv1, policyv1 } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
-import type { Result } from '@gw/errors';
-import type { Jurisdiction } from '@gw/config';
-import type { Catalogue, KeyPermissions } from './catalogue';
+import { authorizeKey, keyPermissionsOf, snapshotMessage } from '@gw/catalogue';
+import type { Catalogue } from '@gw/catalogue';
+import type { CurrentValue } from './current-value';
 import { applyPrivacyMode } from './privacy';
 import type { PrivacyMode as PrivacyModeName } from './privacy';
 
-const { Residency, PrivacyMode } = commonv1;
+const { PrivacyMode } = commonv1;
 
-const jurisdictions: Partial<Record<commonv1.Residency, Jurisdiction>> = { [Residency.UK]: 'uk', [Residency.EU]: 'eu' };
-const residencyOf: Record<Jurisdiction, commonv1.Residency> = { uk: Residency.UK, eu: Residency.EU };
 const privacyModes: Partial<Record<commonv1.PrivacyMode, PrivacyModeName>> = {
   [PrivacyMode.OFF]: 'off',
   [PrivacyMode.FLAG]: 'flag',
@@ -18,35 +16,26 @@ const privacyModes: Partial<Record<commonv1.PrivacyMode, PrivacyModeName>> = {
   [PrivacyMode.TOKENISE]: 'tokenise',
 };
 
-/** The key's permissions, or a refusal when it has no known residency tier (fail closed). */
-function permissionsOf(key: commonv1.KeyContext | undefined): Result<KeyPermissions> {
-  const residency = key && jurisdictions[key.residency];
-  if (!key || !residency) {
-    return err(
-      gatewayError('residency_unavailable', 'This API key has no valid residency tier; the request was not routed.'),
-    );
-  }
-  return ok({ plan: key.plan, residency, allowedModels: key.allowedModels?.values ?? null });
-}
-
-export function policyService(catalogue: Catalogue) {
+/** Every call reads the catalogue in force when it arrives; a reload replaces it. */
+export function policyService(catalogues: CurrentValue<Catalogue>) {
   return registration(policyv1.PolicyService, {
     async listModels(request) {
-      const permissions = permissionsOf(request.key);
+      const permissions = keyPermissionsOf(request.key);
       if (!permissions.ok) return permissions;
       return ok({
-        models: catalogue.listModels(permissions.value).map((model) => ({
-          id: model.alias,
-          displayName: model.displayName,
-          createdAtUnixMs: BigInt(model.createdAtUnixMs),
-        })),
+        models: catalogues
+          .get()
+          .listModels(permissions.value)
+          .map((model) => ({
+            id: model.alias,
+            displayName: model.displayName,
+            createdAtUnixMs: BigInt(model.createdAtUnixMs),
+          })),
       });
     },
     async authorize(request) {
-      const permissions = permissionsOf(request.key);
-      if (!permissions.ok) return permissions;
-      const decision = catalogue.authorize(permissions.value, request.model);
-      if (!decision.ok) return decision;
+      const pools = authorizeKey(catalogues.get(), request.key, request.model);
+      if (!pools.ok) return pools;
       const mode = privacyModes[request.key!.privacyMode];
       if (!mode) {
         return err(gatewayError('api_error', 'This API key has no valid privacy mode; the request was not forwarded.'));
@@ -54,12 +43,7 @@ export function policyService(catalogue: Catalogue) {
       const privacy = applyPrivacyMode(mode, request.bodyJson);
       if (!privacy.ok) return privacy;
       return ok({
-        pools: decision.value.map((pool) => ({
-          poolId: pool.poolId,
-          jurisdiction: residencyOf[pool.jurisdiction],
-          region: pool.region,
-          upstreamModel: pool.upstreamModel,
-        })),
+        pools: pools.value,
         bodyJson: privacy.value.body,
         privacyFlags: Object.fromEntries(
           Object.entries(privacy.value.flags).map(([type, count]) => [type, BigInt(count ?? 0)]),
@@ -70,6 +54,11 @@ export function policyService(catalogue: Catalogue) {
         })),
         placeholderNonce: privacy.value.nonce,
       });
+    },
+    async *watchCatalogue(_request, context) {
+      for await (const catalogue of catalogues.subscribe(context.signal)) {
+        yield ok({ snapshot: snapshotMessage(catalogue) });
+      }
     },
   });
 }

@@ -1,10 +1,11 @@
 import { parseGatewayConfig } from '@gw/config';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Catalogue } from '../src/catalogue';
+import { Catalogue, snapshotOfConfig } from '../src';
+import type { CatalogueSnapshot } from '../src';
 
 const config = parseGatewayConfig(readFileSync(join(__dirname, '../../../deploy/local/gateway.yaml'), 'utf8'), {});
-const catalogue = new Catalogue(config);
+const catalogue = Catalogue.fromConfig(config);
 const proEu = { plan: 'pro', residency: 'eu' as const, allowedModels: null };
 
 describe('Catalogue.authorize', () => {
@@ -47,5 +48,34 @@ describe('Catalogue.authorize', () => {
         { poolId: 'anthropic-uk-south', jurisdiction: 'uk', region: 'uk-south', upstreamModel: 'claude-sonnet-5' },
       ],
     });
+  });
+});
+
+describe('Catalogue from a snapshot', () => {
+  it('decides and lists as the configuration it came from, after a trip through JSON', () => {
+    const copy = new Catalogue(JSON.parse(JSON.stringify(catalogue.snapshot)) as CatalogueSnapshot);
+    expect(copy.version).toBe(catalogue.version);
+    for (const key of [proEu, { ...proEu, residency: 'uk' as const }, { ...proEu, plan: 'starter' }]) {
+      expect(copy.listModels(key)).toEqual(catalogue.listModels(key));
+      for (const alias of ['claude-sonnet-5', 'claude-opus-5', 'claude-haiku-4-5', 'gpt-nothing']) {
+        expect(copy.authorize(key, alias)).toEqual(catalogue.authorize(key, alias));
+      }
+    }
+  });
+
+  it('has a new version when any decision input changes, and the same one when nothing does', () => {
+    const { snapshot } = catalogue;
+    expect(new Catalogue({ ...snapshot }).version).toBe(catalogue.version);
+    const changed: CatalogueSnapshot[] = [
+      { ...snapshot, plans: snapshot.plans.map((plan) => ({ ...plan, models: ['claude-sonnet-5'] })) },
+      { ...snapshot, pools: snapshot.pools.map((pool) => ({ ...pool, jurisdiction: 'uk' as const })) },
+      { ...snapshot, models: snapshot.models.map((model) => ({ ...model, displayName: `${model.displayName}!` })) },
+    ];
+    for (const other of changed) expect(new Catalogue(other).version).not.toBe(catalogue.version);
+  });
+
+  it('leaves out a pool whose region has no jurisdiction', () => {
+    const orphan = { ...config, pools: [...config.pools, { ...config.pools[0]!, id: 'orphan', region: 'nowhere' }] };
+    expect(snapshotOfConfig(orphan).pools.map((pool) => pool.id)).not.toContain('orphan');
   });
 });

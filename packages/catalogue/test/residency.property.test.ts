@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { GatewayConfig } from '@gw/config';
-import { Catalogue } from '../src/catalogue';
+import { Catalogue } from '../src';
+import type { CatalogueSnapshot } from '../src';
 
 const jurisdiction = fc.constantFrom('uk' as const, 'eu' as const);
 
@@ -58,7 +59,7 @@ describe('residency is fail-closed', () => {
         fc.option(fc.array(fc.constantFrom('m0', 'm1', 'm2', 'm3', 'm4')), { nil: null }),
         fc.constantFrom('m0', 'm1', 'm2', 'm3', 'm4', 'unknown'),
         (config, residency, allowedModels, model) => {
-          const catalogue = new Catalogue(config);
+          const catalogue = Catalogue.fromConfig(config);
           const key = { plan: 'all', residency, allowedModels };
           const jurisdictionOf = new Map(
             config.pools.map((pool) => [
@@ -78,6 +79,10 @@ describe('residency is fail-closed', () => {
           }
           const listed = catalogue.listModels(key).map((entry) => entry.alias);
           expect(listed.includes(model)).toBe(decision.ok);
+          // A process that only has the snapshot, as it travels, decides exactly the same.
+          const follower = new Catalogue(JSON.parse(JSON.stringify(catalogue.snapshot)) as CatalogueSnapshot);
+          expect(follower.authorize(key, model)).toEqual(decision);
+          expect(follower.listModels(key)).toEqual(catalogue.listModels(key));
         },
       ),
       { numRuns: 500 },

@@ -1,8 +1,10 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import type { GatewayConfig, Jurisdiction, ModelConfig, PlanConfig } from '@gw/config';
+import type { GatewayConfig, Jurisdiction } from '@gw/config';
+import { snapshotOfConfig, snapshotVersion } from './snapshot';
+import type { CatalogueModel, CataloguePlan, CataloguePool, CatalogueSnapshot } from './snapshot';
 
-/** What policy needs to know of the calling key. */
+/** What a decision needs to know of the calling key. */
 export interface KeyPermissions {
   plan: string;
   residency: Jurisdiction;
@@ -23,30 +25,32 @@ export interface CandidatePool {
   upstreamModel: string;
 }
 
-/** The model catalogue and plans, indexed once at start; decisions are pure lookups. */
+/** The model catalogue and plans, indexed once; decisions are pure lookups. */
 export class Catalogue {
-  private readonly models: Map<string, ModelConfig>;
-  private readonly plans: Map<string, PlanConfig>;
-  private readonly pools: Map<string, { region: string; jurisdiction: Jurisdiction }>;
+  /** A hash of the content: equal catalogues have equal versions in every process. */
+  readonly version: string;
+  private readonly models: Map<string, { model: CatalogueModel; createdAtUnixMs: number }>;
+  private readonly plans: Map<string, CataloguePlan>;
+  private readonly pools: Map<string, CataloguePool>;
 
-  constructor(config: GatewayConfig) {
-    const jurisdictionOf = new Map(config.regions.map((region) => [region.id, region.jurisdiction]));
-    this.models = new Map(config.models.map((model) => [model.alias, model]));
-    this.plans = new Map(config.plans.map((plan) => [plan.id, plan]));
-    this.pools = new Map(
-      config.pools.map((pool) => [pool.id, { region: pool.region, jurisdiction: jurisdictionOf.get(pool.region)! }]),
+  constructor(readonly snapshot: CatalogueSnapshot) {
+    this.version = snapshotVersion(snapshot);
+    this.models = new Map(
+      snapshot.models.map((model) => [model.alias, { model, createdAtUnixMs: Date.parse(model.createdAt) }]),
     );
+    this.plans = new Map(snapshot.plans.map((plan) => [plan.id, plan]));
+    this.pools = new Map(snapshot.pools.map((pool) => [pool.id, pool]));
+  }
+
+  static fromConfig(config: GatewayConfig): Catalogue {
+    return new Catalogue(snapshotOfConfig(config));
   }
 
   /** The models the key may use inside its jurisdiction: the same rules as authorize, newest first. */
   listModels(key: KeyPermissions): ModelListing[] {
     return [...this.models.values()]
-      .filter((model) => this.authorize(key, model.alias).ok)
-      .map((model) => ({
-        alias: model.alias,
-        displayName: model.displayName,
-        createdAtUnixMs: Date.parse(model.createdAt),
-      }))
+      .filter(({ model }) => this.authorize(key, model.alias).ok)
+      .map(({ model, createdAtUnixMs }) => ({ alias: model.alias, displayName: model.displayName, createdAtUnixMs }))
       .sort((a, b) => b.createdAtUnixMs - a.createdAtUnixMs || a.alias.localeCompare(b.alias));
   }
 
@@ -55,7 +59,7 @@ export class Catalogue {
    * jurisdiction (422). Pools outside the jurisdiction are never returned, whatever else holds.
    */
   authorize(key: KeyPermissions, alias: string): Result<CandidatePool[]> {
-    const model = this.models.get(alias);
+    const model = this.models.get(alias)?.model;
     if (!model) {
       return err(
         gatewayError(
