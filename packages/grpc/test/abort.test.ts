@@ -2,9 +2,9 @@ import { getEventListeners, once } from 'node:events';
 import { err, gatewayError, ok } from '@gw/errors';
 import { policyv1, routerv1 } from '@gw/proto';
 import { waitUntil } from '@gw/testing';
-import { createServiceClient, registration, startGrpcServer } from '../src';
+import { createServiceClient, startGrpcServer } from '../src';
 import type { RunningGrpcServer } from '../src';
-import { loopbackAddress } from './loopback';
+import { loopbackAddress, partialRegistration } from './loopback';
 
 describe('cancelling calls with an AbortSignal', () => {
   let server: RunningGrpcServer;
@@ -17,7 +17,7 @@ describe('cancelling calls with an AbortSignal', () => {
       port: 0,
       onHandlerFailure: () => undefined,
       services: [
-        registration(policyv1.PolicyService, {
+        partialRegistration(policyv1.PolicyService, {
           async authorize(request, context) {
             received.push(request.model);
             if (request.model === 'hang') {
@@ -29,7 +29,7 @@ describe('cancelling calls with an AbortSignal', () => {
           },
           listModels: async () => ok({ models: [] }),
         }),
-        registration(routerv1.RouterService, {
+        partialRegistration(routerv1.RouterService, {
           async *complete(request) {
             received.push(request.requestId);
             yield ok({ event: { case: 'started', value: { poolId: 'p', region: 'r' } } });

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import { err, gatewayError, ok } from '@gw/errors';
 import { policyv1, routerv1 } from '@gw/proto';
-import { createServiceClient, fallbackUnaryTimeoutMs, registration, startGrpcServer, unaryDeadline } from '../src';
+import { createServiceClient, fallbackUnaryTimeoutMs, startGrpcServer, unaryDeadline } from '../src';
 import type { RunningGrpcServer } from '../src';
 import { waitUntil } from '@gw/testing';
-import { loopbackAddress, startPolicyServer } from './loopback';
+import { loopbackAddress, partialRegistration, startPolicyServer } from './loopback';
 
 describe('unaryDeadline', () => {
   const now = 1_700_000_000_000;
@@ -37,7 +37,7 @@ describe('deadlines over loopback', () => {
       port: 0,
       onHandlerFailure: () => undefined,
       services: [
-        registration(routerv1.RouterService, {
+        partialRegistration(routerv1.RouterService, {
           async *complete(_request, context) {
             yield ok({ event: { case: 'started', value: { poolId: 'p', region: 'r' } } });
             await once(context.signal, 'abort');
