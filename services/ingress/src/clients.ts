@@ -33,7 +33,8 @@ export function createClients(config: IngressConfig) {
       defaultTimeoutMs: timeout,
       maxMessageBytes,
     }),
-    // No deadline: a completion lives as long as its stream; the client's disconnect cancels it.
+    // A completion has no deadline: it lives as long as its stream and the client's disconnect cancels
+    // it. Token counts pass their own.
     router: createServiceClient(routerv1.RouterService, {
       address: config.ROUTER_ADDRESS,
       callee: 'router',

@@ -45,6 +45,8 @@ const schema = z.object({
   KEY_CACHE_TTL_MS: env.positiveInt(30_000),
   /** Most verified keys remembered. */
   KEY_CACHE_MAX_ENTRIES: env.positiveInt(100_000),
+  /** Deadline of a token count through the router. */
+  COUNT_TOKENS_TIMEOUT_MS: env.positiveInt(60_000),
   /** Deadline of each call to auth, policy and quota. */
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
   /** On SIGTERM, how long running requests may finish before their connections are cut. */

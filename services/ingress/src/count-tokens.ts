@@ -22,7 +22,7 @@ export async function handleCountTokens(
   const key = verified.value;
   const refuse = async (failure: Result<never>) => {
     if (failure.ok) return failure;
-    const window = await windowForRefusal(clients.quota, key, failure.error);
+    const window = await windowForRefusal(clients.quota, key, failure.error, request.requestId);
     if (window) setRateLimit(window);
     return failure;
   };
@@ -33,7 +33,7 @@ export async function handleCountTokens(
   if (!body.ok) return refuse(body);
   const authorized = await deps.authorize(key, body.value.model, raw.value, request.requestId);
   if (!authorized.ok) return refuse(authorized);
-  const admitted = await clients.quota.acquire({ key, requestId: request.requestId });
+  const admitted = await clients.quota.acquire({ key, requestId: request.requestId }, { requestId: request.requestId });
   if (!admitted.ok) return refuse(admitted);
   setRateLimit(windowOf(admitted.value.window!));
   const lease = deps.leases.hold(
@@ -54,7 +54,7 @@ export async function handleCountTokens(
         bodyJson: authorized.value.bodyJson ?? raw.value,
         headers: request.protocolHeaders,
       },
-      { signal: request.signal },
+      { signal: request.signal, requestId: request.requestId, timeoutMs: deps.countTokensTimeoutMs },
     );
     if (!counted.ok) return refuse(counted);
     deps.logRequest({

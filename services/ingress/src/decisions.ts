@@ -6,8 +6,12 @@ import type { commonv1 } from '@gw/proto';
 
 /** The key's record from auth, or the refusal; an answer without a key is a failure of auth. */
 export function keyFromAuth(auth: Pick<Clients['auth'], 'verifyKey'>) {
-  return async (presentedKey: string, sourceAddress: string): Promise<Result<commonv1.KeyContext>> => {
-    const verified = await auth.verifyKey({ key: presentedKey, sourceAddress });
+  return async (
+    presentedKey: string,
+    sourceAddress: string,
+    requestId: string,
+  ): Promise<Result<commonv1.KeyContext>> => {
+    const verified = await auth.verifyKey({ key: presentedKey, sourceAddress }, { requestId });
     if (!verified.ok) return verified;
     return verified.value.key
       ? ok(verified.value.key)
@@ -17,8 +21,8 @@ export function keyFromAuth(auth: Pick<Clients['auth'], 'verifyKey'>) {
 
 /** Policy decides, with the body when the key's privacy mode needs the text. */
 export function authorizeWithPolicy(policy: Pick<Clients['policy'], 'authorize'>): Authorize {
-  return async (key, model, body) => {
-    const authorized = await policy.authorize({ key, model, bodyJson: body });
+  return async (key, model, body, requestId) => {
+    const authorized = await policy.authorize({ key, model, bodyJson: body }, { requestId });
     return authorized.ok ? ok<Authorization>(authorized.value) : authorized;
   };
 }

@@ -7,6 +7,7 @@ import { createKafka } from '@gw/kafka';
 import { Counter, createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
+import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
 import { createClients } from './clients';
 import { authorizeWithPolicy, keyFromAuth } from './decisions';
 import { InFlightRequests } from './in-flight';
@@ -31,6 +32,8 @@ void runOrExit(async () => {
   );
   const logger = createLogger('ingress', config.LOG_LEVEL);
   const clients = createClients(config);
+  // Subscribed from the start, so that a catalogue is at hand by the time requests read it.
+  const catalogueFollower = new CatalogueFollower({ watch: catalogueStreamOf(clients.policy), logger });
   const kafka = createKafka({
     brokers: config.KAFKA_BROKERS,
     clientId: 'ingress',
@@ -81,6 +84,7 @@ void runOrExit(async () => {
         clients,
         keys,
         authorize: authorizeWithPolicy(clients.policy),
+        countTokensTimeoutMs: config.COUNT_TOKENS_TIMEOUT_MS,
         leases,
         inFlight,
         logFailure: (error, fields) => logger.error({ ...fields, err: error }, 'request failed in the gateway'),
@@ -137,6 +141,7 @@ void runOrExit(async () => {
     await publisher.disconnect();
     await revocations.close();
     leases.close();
+    await catalogueFollower.close();
     for (const client of Object.values(clients)) client.close();
     await metrics.close();
   });

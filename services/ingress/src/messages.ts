@@ -27,8 +27,9 @@ export async function refuseVerified(
   sink: Pick<ResponseSink, 'setRateLimit' | 'fail'>,
   key: commonv1.KeyContext,
   error: GatewayError,
+  requestId: string,
 ): Promise<void> {
-  const window = await windowForRefusal(deps.clients.quota, key, error);
+  const window = await windowForRefusal(deps.clients.quota, key, error, requestId);
   if (window) sink.setRateLimit(window);
   sink.fail(error);
 }
@@ -62,7 +63,7 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
   try {
     const admitted = await admit(deps, request, key);
     if (!admitted.ok) {
-      await refuseVerified(deps, sink, key, admitted.error);
+      await refuseVerified(deps, sink, key, admitted.error, request.requestId);
       return refused(admitted.error, ids);
     }
     const admission = admitted.value;

@@ -18,9 +18,10 @@ export async function windowForRefusal(
   quota: Pick<Clients['quota'], 'peek'>,
   key: commonv1.KeyContext,
   error: GatewayError,
+  requestId?: string,
 ): Promise<RateLimitWindow | undefined> {
   if (error.rateLimit) return error.rateLimit;
-  const peeked = await quota.peek({ key });
+  const peeked = await quota.peek({ key }, { requestId });
   return peeked.ok && peeked.value.window ? windowOf(peeked.value.window) : undefined;
 }
 

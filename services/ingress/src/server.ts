@@ -258,6 +258,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
         { setRateLimit: setRateLimit(response), fail: (error) => sendError(response, error) },
         verified.value,
         unknownEndpoint(request),
+        caller.requestId,
       );
     };
     refuse().catch(failed(response));

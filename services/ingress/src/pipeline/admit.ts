@@ -60,7 +60,10 @@ export async function admit(
   // Never serve what cannot be billed: refuse until usage can be recorded again.
   if (live && deps.billingUnavailable()) return err(billingUnavailableError());
 
-  const admitted = await deps.clients.quota.acquire({ key, requestId: request.requestId });
+  const admitted = await deps.clients.quota.acquire(
+    { key, requestId: request.requestId },
+    { requestId: request.requestId },
+  );
   if (!admitted.ok) return admitted;
   const decision = authorized.value;
   return ok({

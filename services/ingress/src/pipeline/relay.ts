@@ -101,7 +101,7 @@ export async function relay(
         stream: admission.streamed,
         headers: request.protocolHeaders,
       },
-      { signal: AbortSignal.any([request.signal, keyStopped.signal]) },
+      { signal: AbortSignal.any([request.signal, keyStopped.signal]), requestId: request.requestId },
     );
     for await (const item of events) {
       if (!item.ok) {

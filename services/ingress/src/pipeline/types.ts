@@ -87,4 +87,6 @@ export interface MessagesDeps {
 /** What the other public endpoints need besides the request path: every service client. */
 export interface GatewayDeps extends MessagesDeps {
   clients: Clients;
+  /** Deadline of a token count through the router (the upstream counts, or the router estimates). */
+  countTokensTimeoutMs: number;
 }
