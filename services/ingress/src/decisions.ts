@@ -1,5 +1,6 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import type { CatalogueFollower } from './catalogue-snapshot';
 import type { Clients } from './clients';
 import type { Authorize, Authorization } from './pipeline/types';
 import type { commonv1 } from '@gw/proto';
@@ -17,6 +18,19 @@ export function keyFromAuth(auth: Pick<Clients['auth'], 'verifyKey'>) {
       ? ok(verified.value.key)
       : err(gatewayError('api_error', 'The gateway could not verify the API key. Retry once.'));
   };
+}
+
+/**
+ * A key in privacy mode `off` needs the decision inputs, not the text: decided here from the catalogue
+ * policy pushed (no call, no copy of the body); any other mode, or no catalogue yet, asks policy.
+ */
+export function authorizeLocallyOrWithPolicy(
+  follower: Pick<CatalogueFollower, 'authorizeWithoutBody'>,
+  policy: Pick<Clients['policy'], 'authorize'>,
+): Authorize {
+  const withPolicy = authorizeWithPolicy(policy);
+  return async (key, model, body, requestId) =>
+    follower.authorizeWithoutBody(key, model) ?? withPolicy(key, model, body, requestId);
 }
 
 /** Policy decides, with the body when the key's privacy mode needs the text. */

@@ -9,7 +9,7 @@ import { subscribeToNotices } from '@gw/revocations';
 import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
 import { createClients } from './clients';
-import { authorizeWithPolicy, keyFromAuth } from './decisions';
+import { authorizeLocallyOrWithPolicy, keyFromAuth } from './decisions';
 import { InFlightRequests } from './in-flight';
 import { leaseReports } from './lease-reports';
 import { LeaseKeeper } from './leases';
@@ -83,7 +83,8 @@ void runOrExit(async () => {
       {
         clients,
         keys,
-        authorize: authorizeWithPolicy(clients.policy),
+        authorize: authorizeLocallyOrWithPolicy(catalogueFollower, clients.policy),
+        catalogue: catalogueFollower,
         countTokensTimeoutMs: config.COUNT_TOKENS_TIMEOUT_MS,
         leases,
         inFlight,

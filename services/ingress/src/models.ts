@@ -1,6 +1,7 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
-import type { policyv1 } from '@gw/proto';
+import { keyPermissionsOf } from '@gw/catalogue';
+import type { commonv1, policyv1 } from '@gw/proto';
 import { authenticate } from './pipeline/authenticate';
 import type { CallerRequest, GatewayDeps } from './pipeline/types';
 import { windowOf } from './rate-limit';
@@ -28,7 +29,7 @@ export interface PageQuery {
 
 const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
 
-export function modelObject(model: policyv1.ModelInfo): ModelObject {
+export function modelObject(model: Pick<policyv1.ModelInfo, 'id' | 'displayName' | 'createdAtUnixMs'>): ModelObject {
   return {
     type: 'model',
     id: model.id,
@@ -95,10 +96,36 @@ async function permittedModels(
   if (!verified.ok) return verified;
   const key = verified.value;
   const [listed, peeked] = await Promise.all([
-    deps.clients.policy.listModels({ key }),
-    deps.clients.quota.peek({ key }),
+    listedModels(deps, key, request.requestId),
+    deps.clients.quota.peek({ key }, { requestId: request.requestId }),
   ]);
   if (peeked.ok && peeked.value.window) setRateLimit(windowOf(peeked.value.window));
+  return listed;
+}
+
+/** From the catalogue policy pushed, or from policy while none has arrived yet. */
+async function listedModels(
+  deps: GatewayDeps,
+  key: commonv1.KeyContext,
+  requestId: string,
+): Promise<Result<ModelObject[]>> {
+  const catalogue = deps.catalogue.current();
+  if (catalogue) {
+    const permissions = keyPermissionsOf(key);
+    if (!permissions.ok) return permissions;
+    return ok(
+      catalogue
+        .listModels(permissions.value)
+        .map((model) =>
+          modelObject({
+            id: model.alias,
+            displayName: model.displayName,
+            createdAtUnixMs: BigInt(model.createdAtUnixMs),
+          }),
+        ),
+    );
+  }
+  const listed = await deps.clients.policy.listModels({ key }, { requestId });
   return listed.ok ? ok(listed.value.models.map(modelObject)) : listed;
 }
 

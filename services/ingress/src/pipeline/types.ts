@@ -1,5 +1,6 @@
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { commonv1, eventsv1, MessageInitShape, policyv1 } from '@gw/proto';
+import type { CatalogueFollower } from '../catalogue-snapshot';
 import type { Clients } from '../clients';
 import type { InFlightRequests } from '../in-flight';
 import type { LeaseKeeper } from '../leases';
@@ -89,4 +90,6 @@ export interface GatewayDeps extends MessagesDeps {
   clients: Clients;
   /** Deadline of a token count through the router (the upstream counts, or the router estimates). */
   countTokensTimeoutMs: number;
+  /** The catalogue policy pushed, once it has arrived: model listings need no call. */
+  catalogue: Pick<CatalogueFollower, 'current'>;
 }
