@@ -26,11 +26,11 @@ export function boundedMessage(message: string, maxBytes = maxCrossingMessageByt
   return encoded.toString('utf8', 0, end) + ellipsis;
 }
 
-export function toGrpcStatus(error: GatewayError): Partial<StatusObject> {
-  const message = boundedMessage(error.message);
-  const detail = create(commonv1.ErrorDetailSchema, {
+/** The ErrorDetail that carries a GatewayError across a hop, in a trailer or a multiplexed reply. */
+export function errorDetailOf(error: GatewayError): commonv1.ErrorDetail {
+  return create(commonv1.ErrorDetailSchema, {
     type: error.type,
-    message,
+    message: boundedMessage(error.message),
     retryAfterMs: error.retryAfterMs === undefined ? undefined : BigInt(Math.round(error.retryAfterMs)),
     rateLimit: error.rateLimit && {
       limit: BigInt(error.rateLimit.limit),
@@ -38,27 +38,33 @@ export function toGrpcStatus(error: GatewayError): Partial<StatusObject> {
       resetUnixMs: BigInt(error.rateLimit.resetUnixMs),
     },
   });
+}
+
+/** The GatewayError an ErrorDetail carries; undefined for an error type this build does not know. */
+export function gatewayErrorOf(detail: commonv1.ErrorDetail): GatewayError | undefined {
+  if (!isErrorType(detail.type)) return undefined;
+  return gatewayError(detail.type, detail.message, {
+    retryAfterMs: detail.retryAfterMs === undefined ? undefined : Number(detail.retryAfterMs),
+    rateLimit: detail.rateLimit && {
+      limit: Number(detail.rateLimit.limit),
+      remaining: Number(detail.rateLimit.remaining),
+      resetUnixMs: Number(detail.rateLimit.resetUnixMs),
+    },
+  });
+}
+
+export function toGrpcStatus(error: GatewayError): Partial<StatusObject> {
+  const detail = errorDetailOf(error);
   const metadata = new Metadata();
   metadata.set(errorDetailTrailer, Buffer.from(toBinary(commonv1.ErrorDetailSchema, detail)));
-  return { code: errorCatalogue[error.type].grpcCode, details: message, metadata };
+  return { code: errorCatalogue[error.type].grpcCode, details: detail.message, metadata };
 }
 
 /** The GatewayError a failed call carried, or one that describes the failure of the call itself. */
 export function fromGrpcError(error: Partial<ServiceError>, callee: string): GatewayError {
   const raw = error.metadata?.get(errorDetailTrailer)[0];
-  if (raw instanceof Buffer) {
-    const detail = fromBinary(commonv1.ErrorDetailSchema, raw);
-    if (isErrorType(detail.type)) {
-      return gatewayError(detail.type, detail.message, {
-        retryAfterMs: detail.retryAfterMs === undefined ? undefined : Number(detail.retryAfterMs),
-        rateLimit: detail.rateLimit && {
-          limit: Number(detail.rateLimit.limit),
-          remaining: Number(detail.rateLimit.remaining),
-          resetUnixMs: Number(detail.rateLimit.resetUnixMs),
-        },
-      });
-    }
-  }
+  const carried = raw instanceof Buffer ? gatewayErrorOf(fromBinary(commonv1.ErrorDetailSchema, raw)) : undefined;
+  if (carried) return carried;
   const code = error.code ?? GrpcStatus.UNKNOWN;
   const type = errorTypeForBareGrpcStatus(code);
   return gatewayError(

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { Server, ServerCredentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type {
   ChannelOptions,
+  handleBidiStreamingCall,
   handleServerStreamingCall,
   Metadata,
   handleUnaryCall,
@@ -19,6 +20,9 @@ import type { Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
 import { clientKeepaliveTimeMs } from './client';
 import { toGrpcStatus } from './error-detail';
+import { isMultiplexedStream } from './multiplexed';
+import { multiplexedCalls } from './multiplexed-server';
+import type { UnaryTarget } from './multiplexed-server';
 import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
 import type { CallContext, ServerStreamHandler, ServiceHandlers, UnaryHandler } from './types';
 
@@ -36,9 +40,11 @@ export interface FinishedCall {
   requestId?: string;
 }
 
-interface CallHooks {
+export interface CallHooks {
   onFailure: HandlerFailureLog;
   observe: (call: FinishedCall) => void;
+  /** Aborted when the server starts shutting down: a multiplexed stream answers what it holds and ends. */
+  draining: AbortSignal;
 }
 
 export interface ServiceRegistration {
@@ -134,10 +140,20 @@ export function registration<M extends GenServiceMethods>(
     implementation: (hooks) => {
       const implementation: UntypedServiceImplementation = {};
       const byName = handlers as Record<string, unknown>;
+      const unaryTargets = new Map<string, UnaryTarget>();
       for (const method of service.methods) {
+        if (isMultiplexedStream(method)) {
+          implementation[method.localName] = multiplexedCalls(
+            method,
+            unaryTargets,
+            hooks,
+            finish,
+          ) as handleBidiStreamingCall<unknown, unknown>;
+        }
         const handler = byName[method.localName];
         if (typeof handler !== 'function') continue;
         if (method.methodKind === 'unary') {
+          unaryTargets.set(method.name, { method, handler: handler as UnaryHandler<DescMessage, DescMessage> });
           implementation[method.localName] = unary(
             method,
             handler as UnaryHandler<DescMessage, DescMessage>,
@@ -197,10 +213,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   const server = new Server(serverOptions(options));
   const health = new HealthImplementation({ '': 'NOT_SERVING' });
   health.addToServer(server);
+  const draining = new AbortController();
   for (const { service, implementation } of options.services) {
     server.addService(
       grpcServiceDefinition(service),
-      implementation({ onFailure: options.onHandlerFailure, observe: options.observeCall ?? (() => undefined) }),
+      implementation({
+        onFailure: options.onHandlerFailure,
+        observe: options.observeCall ?? (() => undefined),
+        draining: draining.signal,
+      }),
     );
     health.setStatus(service.typeName, 'SERVING');
   }
@@ -214,6 +235,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     setServing: (serving) => health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING'),
     shutdown: async (graceMs) => {
       health.setStatus('', 'NOT_SERVING');
+      draining.abort();
       const timer = setTimeout(() => server.forceShutdown(), graceMs);
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       clearTimeout(timer);

@@ -25,8 +25,16 @@ export type ServerStreamHandler<I extends DescMessage, O extends DescMessage> = 
   context: CallContext,
 ) => AsyncIterable<Result<MessageInitShape<O>>>;
 
+/**
+ * The methods handlers implement and clients call one by one: unary and server-streaming. A bidi stream
+ * is left out: `registration` serves the multiplexed `Calls` stream from the unary handlers.
+ */
+type OwnMethod<M extends GenServiceMethods, K extends keyof M> = M[K]['methodKind'] extends 'unary' | 'server_streaming'
+  ? K
+  : never;
+
 export type ServiceHandlers<M extends GenServiceMethods> = {
-  [K in keyof M]: M[K] extends { methodKind: 'unary'; input: infer I; output: infer O }
+  [K in keyof M as OwnMethod<M, K>]: M[K] extends { methodKind: 'unary'; input: infer I; output: infer O }
     ? I extends DescMessage
       ? O extends DescMessage
         ? UnaryHandler<I, O>
@@ -64,7 +72,7 @@ export type ServerStreamCall<I extends DescMessage, O extends DescMessage> = (
 ) => AsyncIterable<Result<MessageShape<O>>>;
 
 export type ServiceClient<M extends GenServiceMethods> = {
-  [K in keyof M]: M[K] extends { methodKind: 'unary'; input: infer I; output: infer O }
+  [K in keyof M as OwnMethod<M, K>]: M[K] extends { methodKind: 'unary'; input: infer I; output: infer O }
     ? I extends DescMessage
       ? O extends DescMessage
         ? UnaryCall<I, O>
