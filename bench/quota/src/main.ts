@@ -7,19 +7,20 @@ import { z } from 'zod';
 import { env, readEnv, runOrExit } from '@gw/config';
 import type { PlanConfig } from '@gw/config';
 import { createPool, migrateUp } from '@gw/db';
-import { createServiceClient } from '@gw/grpc';
+import { createMultiplexedClient, createServiceClient } from '@gw/grpc';
 import type { MethodsOf, ServiceClient } from '@gw/grpc';
 import { commonv1, quotav1 } from '@gw/proto';
 // The quota service's own modules, measured as they run in the service.
 import { UsageLedger } from '@gw/quota/dist/ledger';
 import { Limits } from '@gw/quota/dist/limits';
 import { measure, tableHeader, tableRow } from './measure';
-import type { Bounds, CaseResult, DecisionTarget } from './measure';
+import type { Bounds, CaseResult, CpuClock, DecisionTarget } from './measure';
 import { startQuotaProcess } from './quota-process';
 
 /**
- * Latency and throughput of the quota decision (Acquire, then Release of the lease) against the
- * local Redis: through the Limits class in this process, then over gRPC to a real quota process.
+ * Latency, throughput and CPU of the quota decision (Acquire, then Release of the lease) against the
+ * local Redis: through the Limits class in this process, then over gRPC to a real quota process, with
+ * a unary call each and multiplexed on one stream.
  * Not a test: `make bench-quota` runs it. Every case stops after BENCH_DECISIONS decisions or
  * BENCH_SECONDS seconds, whichever comes first.
  */
@@ -102,7 +103,10 @@ function limitsTarget(limits: Limits): DecisionTarget {
   };
 }
 
-function grpcTarget(client: ServiceClient<MethodsOf<typeof quotav1.QuotaService>>): DecisionTarget {
+/** What the benchmark calls; the unary and the multiplexed client both have it. */
+type QuotaCalls = Pick<ServiceClient<MethodsOf<typeof quotav1.QuotaService>>, 'acquire' | 'release'>;
+
+function grpcTarget(client: QuotaCalls): DecisionTarget {
   return {
     async acquire(accountId, index) {
       const lease = await client.acquire({
@@ -194,10 +198,13 @@ async function main(): Promise<void> {
         `${cpus().length} CPUs; up to ${bounds.decisions} decisions or ${bounds.seconds} s per case, ` +
         `${settings.BENCH_ACCOUNTS} accounts, live keys (allowance counted)`,
     );
-    print('latencies in ms; acq = Acquire (the decision), a+r = Acquire then Release');
+    print(
+      'latencies in ms; acq = Acquire (the decision), a+r = Acquire then Release; ' +
+        'cpu = CPU ms per decision in this process (caller) and in the quota process',
+    );
     print(tableHeader());
 
-    const runCases = async (name: string, target: DecisionTarget) => {
+    const runCases = async (name: string, target: DecisionTarget, serviceCpu?: CpuClock) => {
       for (const concurrency of settings.BENCH_CONCURRENCY) {
         if (interrupted) return;
         const accounts = Array.from(
@@ -213,7 +220,7 @@ async function main(): Promise<void> {
           }),
         );
         await measure(target, accounts, concurrency, { ...bounds, decisions: Math.min(1_000, bounds.decisions) });
-        const result = await measure(target, accounts, concurrency, bounds);
+        const result = await measure(target, accounts, concurrency, bounds, serviceCpu);
         if (result.decisions === 0) return;
         results.push(result);
         print(tableRow(name, result));
@@ -240,7 +247,18 @@ async function main(): Promise<void> {
         defaultTimeoutMs: 5_000,
       });
       cleanup.add('close the gRPC client', async () => client.close());
-      await runCases('grpc (quota process)', grpcTarget(client));
+      await runCases('grpc (quota process)', grpcTarget(client), quota.cpuSeconds);
+
+      // (c) The same quota process, every call multiplexed on one stream.
+      if (!interrupted) {
+        const multiplexed = createMultiplexedClient(quotav1.QuotaService, {
+          address: quota.address,
+          callee: 'quota',
+          defaultTimeoutMs: 5_000,
+        });
+        cleanup.add('close the multiplexed client', async () => multiplexed.close());
+        await runCases('grpc multiplexed', grpcTarget(multiplexed), quota.cpuSeconds);
+      }
     }
   } finally {
     await cleanup.runAll();

@@ -7,6 +7,15 @@ export interface DecisionTarget {
   release(accountId: string, leaseId: string): Promise<void>;
 }
 
+/** CPU seconds a process has used so far (user + system). */
+export type CpuClock = () => Promise<number>;
+
+/** This process's CPU clock. */
+export const ownCpuSeconds: CpuClock = async () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
+
 export interface Bounds {
   /** Stop after this many decisions... */
   decisions: number;
@@ -29,6 +38,10 @@ export interface CaseResult {
   /** Calls that threw (lost connection, timeout, ...). */
   failed: number;
   firstFailure: string | undefined;
+  /** CPU milliseconds per decision (Acquire + Release) in this process: the caller's side. */
+  callerCpuMs: number;
+  /** The same in the quota process, when there is one. */
+  serviceCpuMs: number | undefined;
 }
 
 /**
@@ -40,6 +53,7 @@ export async function measure(
   accounts: readonly string[],
   concurrency: number,
   bounds: Bounds,
+  serviceCpu?: CpuClock,
 ): Promise<CaseResult> {
   const acquireMs = new Float64Array(bounds.decisions);
   const roundTripMs = new Float64Array(bounds.decisions);
@@ -47,6 +61,7 @@ export async function measure(
   let failed = 0;
   let firstFailure: string | undefined;
   let next = 0;
+  const [callerCpuBefore, serviceCpuBefore] = await Promise.all([ownCpuSeconds(), serviceCpu?.()]);
   const started = performance.now();
   const deadline = started + bounds.seconds * 1000;
 
@@ -74,6 +89,8 @@ export async function measure(
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
   const seconds = (performance.now() - started) / 1000;
+  const [callerCpuAfter, serviceCpuAfter] = await Promise.all([ownCpuSeconds(), serviceCpu?.()]);
+  const perDecisionMs = (before: number, after: number) => ((after - before) * 1000) / Math.max(1, next);
   return {
     concurrency,
     decisions: next,
@@ -83,6 +100,11 @@ export async function measure(
     refused,
     failed,
     firstFailure,
+    callerCpuMs: perDecisionMs(callerCpuBefore, callerCpuAfter),
+    serviceCpuMs:
+      serviceCpuBefore === undefined || serviceCpuAfter === undefined
+        ? undefined
+        : perDecisionMs(serviceCpuBefore, serviceCpuAfter),
   };
 }
 
@@ -94,7 +116,7 @@ export function percentile(sorted: Float64Array, p: number): number {
 }
 
 const columns = [
-  ['case', 22],
+  ['case', 24],
   ['conc', 5],
   ['decisions', 10],
   ['seconds', 8],
@@ -105,6 +127,8 @@ const columns = [
   ['a+r p50', 9],
   ['a+r p99', 9],
   ['a+r p99.9', 10],
+  ['cpu caller', 11],
+  ['cpu quota', 10],
   ['refused', 8],
   ['failed', 7],
 ] as const;
@@ -131,6 +155,8 @@ export function tableRow(name: string, result: CaseResult): string {
     ms(percentile(roundTrip, 50)),
     ms(percentile(roundTrip, 99)),
     ms(percentile(roundTrip, 99.9)),
+    ms(result.callerCpuMs),
+    result.serviceCpuMs === undefined ? '-' : ms(result.serviceCpuMs),
     String(refused),
     String(result.failed),
   ];

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -8,7 +9,20 @@ const quotaMain = require.resolve('@gw/quota/dist/main.js');
 export interface QuotaProcess {
   /** 127.0.0.1:<port> of its gRPC server. */
   address: string;
+  /** CPU seconds the process has used so far (Linux /proc). */
+  cpuSeconds(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on every Linux build we run). */
+const clockTicksPerSecond = 100;
+
+/** User + system CPU seconds of a process, from fields 14 and 15 of /proc/<pid>/stat. */
+async function procCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces; the fields after it start past its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond;
 }
 
 function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
@@ -85,5 +99,5 @@ export async function startQuotaProcess(env: Record<string, string>, startTimeou
     await stop();
     throw error;
   });
-  return { address: `127.0.0.1:${port}`, stop };
+  return { address: `127.0.0.1:${port}`, cpuSeconds: () => procCpuSeconds(child.pid!), stop };
 }
