@@ -1,8 +1,10 @@
-import { isAddressAllowed, parseAllowedEntry } from '@gw/addresses';
+import { AllowList } from '@gw/addresses';
+import type { InvalidEntry } from '@gw/addresses';
 import { authenticationErrorMessage, err, gatewayError, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import type { GatewayConfig } from '@gw/config';
 import { newAccountId, newKeyId, randomBase62 } from '@gw/ids';
+import { checkAllowedIps, checkAllowedModels, checkExpiry, checkName, quoted } from './input-rules';
 import { hashesEqual, hashKey } from './key-format';
 import type { KeyEnvironment, KeyFormat, Pepper } from './key-format';
 import type { VerifiedKeyCache } from './key-cache';
@@ -13,6 +15,8 @@ import type { AccountRecord, AdminKeyRecord, AuthStore, KeyRecord, LimitOverride
 export interface VerifiedKey {
   key: KeyRecord;
   account: AccountRecord;
+  /** The key's allowed_ips, parsed once per lookup; null: any address. */
+  allowList: AllowList | null;
 }
 
 export interface NewKeyRequest {
@@ -34,6 +38,8 @@ export interface KeyServiceDeps {
   config: GatewayConfig;
   cache: VerifiedKeyCache;
   lastUsed: LastUsedRecorder;
+  /** A stored allow-list holds entries that match nothing (written before the notation rules). */
+  reportUnusableAllowListEntries(keyId: string, entries: readonly InvalidEntry[]): void;
   /** Tells every ingress and auth replica that a key or an account changed; resolves once sent. */
   announce(notice: RevocationNotice): Promise<void>;
   now?: () => Date;
@@ -41,7 +47,23 @@ export interface KeyServiceDeps {
 
 const unauthenticated = () => err(gatewayError('authentication_error', authenticationErrorMessage));
 const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
-const noAccount = (id: string) => err(gatewayError('not_found_error', `No account with id "${id}".`));
+const noAccount = (id: string) => err(gatewayError('not_found_error', `No account with id ${quoted(id)}.`));
+const noKey = (id: string) => err(gatewayError('not_found_error', `No key with id ${quoted(id)}.`));
+
+type NumericLimit = Exclude<keyof LimitOverrides, 'overage'>;
+
+interface NumericLimitRule {
+  field: string;
+  /** The largest value the column holds; requests and concurrency are 32-bit. */
+  largest: number;
+}
+
+const numericLimits: Record<NumericLimit, NumericLimitRule> = {
+  requestsPerMinute: { field: 'requests_per_minute', largest: 2_147_483_647 },
+  concurrency: { field: 'concurrency', largest: 2_147_483_647 },
+  monthlyTokens: { field: 'monthly_tokens', largest: Number.MAX_SAFE_INTEGER },
+  hardCeilingTokens: { field: 'hard_ceiling_tokens', largest: Number.MAX_SAFE_INTEGER },
+};
 
 /** Accounts, API keys and admin keys: issuance, verification, revocation. Knows nothing of gRPC. */
 export class KeyService {
@@ -63,10 +85,11 @@ export class KeyService {
     const cacheKey = hashes[0]!.toString('hex');
     let found = cache.get(cacheKey);
     if (!found) {
-      found = await store.findKeyByHashes(hashes);
-      if (!found || kind === undefined || kind === 'admin') return unauthenticated();
-      const pepperIndex = peppers.findIndex((pepper) => pepper.id === found!.key.pepperId);
-      if (pepperIndex < 0 || !hashesEqual(found.key.keyHash, hashes[pepperIndex]!)) return unauthenticated();
+      const stored = await store.findKeyByHashes(hashes);
+      if (!stored || kind === undefined || kind === 'admin') return unauthenticated();
+      const pepperIndex = peppers.findIndex((pepper) => pepper.id === stored.key.pepperId);
+      if (pepperIndex < 0 || !hashesEqual(stored.key.keyHash, hashes[pepperIndex]!)) return unauthenticated();
+      found = { ...stored, allowList: this.allowListOf(stored.key) };
     }
     if (found.key.revokedAt !== null || (found.key.expiresAt !== null && found.key.expiresAt <= this.now())) {
       return unauthenticated();
@@ -80,7 +103,7 @@ export class KeyService {
         ),
       );
     }
-    if (found.key.allowedIps !== null && !isAddressAllowed(sourceAddress, found.key.allowedIps)) {
+    if (found.allowList !== null && !found.allowList.admits(sourceAddress)) {
       return err(gatewayError('permission_error', 'This API key is not permitted to make this request.'));
     }
     this.deps.lastUsed.record(found.key.id);
@@ -98,11 +121,12 @@ export class KeyService {
   }
 
   async createAccount(name: string, plan: string): Promise<Result<AccountRecord>> {
-    if (name.trim().length === 0) return invalid('name: expected a non-empty string.');
+    const checkedName = checkName(name);
+    if (!checkedName.ok) return checkedName;
     if (!this.deps.config.plans.some((candidate) => candidate.id === plan)) {
-      return invalid(`plan: unknown plan "${plan}"; expected one of ${this.planIds()}.`);
+      return invalid(`plan: unknown plan ${quoted(plan)}; expected one of ${this.planIds()}.`);
     }
-    return ok(await this.deps.store.insertAccount({ id: newAccountId(), name: name.trim(), plan }));
+    return ok(await this.deps.store.insertAccount({ id: newAccountId(), name: checkedName.value, plan }));
   }
 
   async getAccount(id: string): Promise<Result<AccountRecord>> {
@@ -130,9 +154,10 @@ export class KeyService {
         'limits: expected at least one of requests_per_minute, concurrency, monthly_tokens, overage, hard_ceiling_tokens.',
       );
     }
-    for (const [name, value] of Object.entries(limits)) {
-      if (typeof value === 'number' && !(Number.isSafeInteger(value) && value > 0)) {
-        return invalid(`${name}: expected a positive integer or null.`);
+    for (const [name, { field, largest }] of Object.entries(numericLimits) as [NumericLimit, NumericLimitRule][]) {
+      const value = limits[name];
+      if (typeof value === 'number' && !(Number.isSafeInteger(value) && value > 0 && value <= largest)) {
+        return invalid(`${field}: expected a positive integer up to ${largest} or null.`);
       }
     }
     const account = await this.deps.store.setLimits(accountId, limits);
@@ -152,21 +177,25 @@ export class KeyService {
         `residency: the account's plan "${account.plan}" does not permit residency "${request.residency}".`,
       );
     }
-    if (request.name.trim().length === 0) return invalid('name: expected a non-empty string.');
-    const badAddress = request.allowedIps?.find((entry) => parseAllowedEntry(entry) === undefined);
-    if (badAddress !== undefined) {
-      return invalid(`allowed_ips: "${badAddress}" is not an IPv4 or IPv6 address or CIDR range.`);
-    }
-    const unknownModel = request.allowedModels?.find((alias) => !config.models.some((model) => model.alias === alias));
-    if (unknownModel !== undefined) return invalid(`allowed_models: unknown model "${unknownModel}".`);
-    if (request.expiresAt !== null && Number.isNaN(request.expiresAt.getTime())) {
-      return invalid('expires_at: expected an ISO 8601 timestamp.');
+    const checkedName = checkName(request.name);
+    if (!checkedName.ok) return checkedName;
+    const checks = [
+      request.allowedIps === null ? ok(undefined) : checkAllowedIps(request.allowedIps),
+      request.allowedModels === null ? ok(undefined) : checkAllowedModels(request.allowedModels),
+      checkExpiry(request.expiresAt, this.now()),
+    ];
+    const failed = checks.find((check) => !check.ok);
+    if (failed) return failed;
+    const models = request.allowedModels ?? [];
+    const unknownModel = models.findIndex((alias) => !config.models.some((model) => model.alias === alias));
+    if (unknownModel >= 0) {
+      return invalid(`allowed_models.${unknownModel}: unknown model ${quoted(models[unknownModel]!)}.`);
     }
     const { key, keyHash, pepperId, displayPrefix } = this.issue(request.environment);
     const record = await store.insertKey({
       id: newKeyId(),
       accountId: account.id,
-      name: request.name.trim(),
+      name: checkedName.value,
       environment: request.environment,
       keyHash,
       pepperId,
@@ -183,12 +212,13 @@ export class KeyService {
   async createAdminKey(accountId: string, name: string): Promise<Result<{ record: AdminKeyRecord; key: string }>> {
     const account = await this.deps.store.findAccount(accountId);
     if (!account) return noAccount(accountId);
-    if (name.trim().length === 0) return invalid('name: expected a non-empty string.');
+    const checkedName = checkName(name);
+    if (!checkedName.ok) return checkedName;
     const { key, keyHash, pepperId, displayPrefix } = this.issue('admin');
     const record = await this.deps.store.insertAdminKey({
       id: `adk_${randomBase62(20)}`,
       accountId,
-      name: name.trim(),
+      name: checkedName.value,
       keyHash,
       pepperId,
       displayPrefix,
@@ -198,7 +228,7 @@ export class KeyService {
 
   async getKey(keyId: string): Promise<Result<KeyRecord>> {
     const key = await this.deps.store.findKey(keyId);
-    return key ? ok(key) : err(gatewayError('not_found_error', `No key with id "${keyId}".`));
+    return key ? ok(key) : noKey(keyId);
   }
 
   async listKeys(accountId: string): Promise<Result<KeyRecord[]>> {
@@ -212,9 +242,19 @@ export class KeyService {
    */
   async revokeKey(keyId: string): Promise<Result<KeyRecord>> {
     const revoked = await this.deps.store.revokeKey(keyId);
-    if (!revoked) return err(gatewayError('not_found_error', `No key with id "${keyId}".`));
+    if (!revoked) return noKey(keyId);
     const failure = await this.notify({ keyId });
     return failure ?? ok(revoked);
+  }
+
+  /** Entries that match nothing are reported by key id; the rest of the list still applies. */
+  private allowListOf(key: KeyRecord): AllowList | null {
+    if (key.allowedIps === null) return null;
+    const allowList = new AllowList(key.allowedIps);
+    if (allowList.invalidEntries.length > 0) {
+      this.deps.reportUnusableAllowListEntries(key.id, allowList.invalidEntries);
+    }
+    return allowList;
   }
 
   private issue(kind: 'live' | 'test' | 'admin') {

@@ -41,6 +41,16 @@ void runOrExit(async () => {
     config: gatewayConfig,
     cache,
     lastUsed,
+    // Indexes and reasons only: the entries are caller text.
+    reportUnusableAllowListEntries: (keyId, entries) =>
+      logger.warn(
+        {
+          key_id: keyId,
+          entry_indexes: entries.map((entry) => entry.index),
+          reasons: entries.map((entry) => entry.reason),
+        },
+        'stored allow-list entries match nothing; the key admits only its other entries',
+      ),
     announce: (notice) => publishNotice(publisher, notice),
   });
   const metrics = await startMetricsServer('auth', config.METRICS_HOST, config.METRICS_PORT);

@@ -3,6 +3,7 @@ import { authv1, commonv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { quoted } from './input-rules';
 import type { KeyService, NewKeyRequest } from './keys';
 import type { AccountRecord, AdminKeyRecord, KeyRecord, LimitOverrides } from './store';
 
@@ -69,7 +70,7 @@ function limitOverrides(request: authv1.SetAccountLimitsRequest): Result<Partial
   const overrides: Partial<LimitOverrides> = {};
   for (const field of request.fields) {
     const pick = byField[field];
-    if (!pick) return err(gatewayError('invalid_request_error', `limits: unknown field "${field}".`));
+    if (!pick) return err(gatewayError('invalid_request_error', `limits: unknown field ${quoted(field)}.`));
     Object.assign(overrides, pick());
   }
   return ok(overrides);

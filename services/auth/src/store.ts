@@ -159,6 +159,12 @@ function toAdminKey(row: AdminKeyRow): AdminKeyRecord {
   };
 }
 
+/**
+ * Every id the gateway issues is a prefix and base62 characters. Anything else cannot be stored, so it
+ * is not found without a query (PostgreSQL would refuse a NUL outright).
+ */
+const issuableId = /^[A-Za-z0-9_]{1,64}$/;
+
 /** Accounts and keys in PostgreSQL. Only hashes of keys are ever written. */
 export class AuthStore {
   constructor(private readonly pool: Pool) {}
@@ -172,6 +178,7 @@ export class AuthStore {
   }
 
   async findAccount(id: string): Promise<AccountRecord | undefined> {
+    if (!issuableId.test(id)) return undefined;
     const { rows } = await this.pool.query<AccountRow>(`SELECT ${accountColumns} FROM accounts WHERE id = $1`, [id]);
     return rows[0] && toAccount(rows[0]);
   }
@@ -185,6 +192,7 @@ export class AuthStore {
 
   /** Suspends or resumes; the instant of an existing suspension is kept. */
   async setSuspended(id: string, suspended: boolean): Promise<AccountRecord | undefined> {
+    if (!issuableId.test(id)) return undefined;
     const { rows } = await this.pool.query<AccountRow>(
       `UPDATE accounts SET suspended_at = CASE WHEN $2 THEN COALESCE(suspended_at, now()) ELSE NULL END
        WHERE id = $1 RETURNING ${accountColumns}`,
@@ -195,6 +203,7 @@ export class AuthStore {
 
   /** Sets the named overrides only. */
   async setLimits(id: string, limits: Partial<LimitOverrides>): Promise<AccountRecord | undefined> {
+    if (!issuableId.test(id)) return undefined;
     const names = Object.keys(limits) as (keyof LimitOverrides)[];
     const assignments = names.map((name, index) => `${limitColumns[name]} = $${index + 2}`);
     const { rows } = await this.pool.query<AccountRow>(
@@ -221,6 +230,7 @@ export class AuthStore {
   }
 
   async findKey(id: string): Promise<KeyRecord | undefined> {
+    if (!issuableId.test(id)) return undefined;
     const { rows } = await this.pool.query<KeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE id = $1`, [id]);
     return rows[0] && toKey(rows[0]);
   }
@@ -277,6 +287,7 @@ export class AuthStore {
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
+    if (!issuableId.test(accountId)) return [];
     const { rows } = await this.pool.query<KeyRow>(
       `SELECT ${keyColumns} FROM api_keys WHERE account_id = $1 ORDER BY created_at, id`,
       [accountId],
@@ -286,6 +297,7 @@ export class AuthStore {
 
   /** Revokes once; revoking a revoked key changes nothing. */
   async revokeKey(id: string): Promise<KeyRecord | undefined> {
+    if (!issuableId.test(id)) return undefined;
     const { rows } = await this.pool.query<KeyRow>(
       `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING ${keyColumns}`,
       [id],

@@ -1,4 +1,5 @@
 import { parseGatewayConfig } from '@gw/config';
+import type { InvalidEntry } from '@gw/addresses';
 import { createPool } from '@gw/db';
 import type { Pool } from '@gw/db';
 import { readFileSync } from 'node:fs';
@@ -35,6 +36,7 @@ describe('KeyService against real PostgreSQL', () => {
     ...overrides,
   });
   const announced: unknown[] = [];
+  const unusableEntries: { keyId: string; entries: readonly InvalidEntry[] }[] = [];
   const service = (peppers: KeyServiceDeps['peppers']) =>
     new KeyService({
       store: new AuthStore(pool),
@@ -46,6 +48,7 @@ describe('KeyService against real PostgreSQL', () => {
         (ids) => new AuthStore(pool).touchKeys(ids),
         () => undefined,
       ),
+      reportUnusableAllowListEntries: (keyId, entries) => unusableEntries.push({ keyId, entries }),
       announce: async (notice) => {
         announced.push(notice);
       },
@@ -85,7 +88,9 @@ describe('KeyService against real PostgreSQL', () => {
     const again = await keys.revokeKey(revoked.record.id);
     expect(again.ok && again.value.revokedAt).toEqual(revoked.record.revokedAt ?? expect.any(Date));
     expect(announced).toContainEqual({ keyId: revoked.record.id });
-    const expired = await issue({ expiresAt: new Date(Date.now() - 1) });
+    // A key that has expired since it was issued (issuing one already expired is refused).
+    const expired = await issue({ expiresAt: new Date(Date.now() + 3_600_000) });
+    await pool.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.record.id]);
     const presented = ['', 'nonsense', format.issue('live').key, revoked.key, expired.key];
     const results = await Promise.all(presented.map((key) => keys.verify(key, '127.0.0.1')));
     const bodies = new Set(results.map((result) => JSON.stringify(result)));
@@ -101,6 +106,98 @@ describe('KeyService against real PostgreSQL', () => {
       ok: false,
       error: expect.objectContaining({ type: 'permission_error' }),
     });
+  });
+
+  it('refuses an allow-list entry in a legacy notation, naming it and its index', async () => {
+    for (const [entry, reason] of [
+      ['010.0.0.1', /is not an IPv4 address/],
+      ['0xa.0.0.1', /is not an IPv4 address/],
+      ['127.1', /is not an IPv4 address/],
+      ['2130706433', /is not an IPv4 address/],
+      ['10.0.0.1/8', /has bits set past its \/8 prefix/],
+      ['fe80::1%eth0', /carries a zone/],
+    ] as const) {
+      const refused = await keys.createKey(keyRequest({ allowedIps: ['192.0.2.1', entry] }));
+      expect(refused).toEqual({
+        ok: false,
+        error: { type: 'invalid_request_error', message: expect.stringMatching(reason) },
+      });
+      expect(!refused.ok && refused.error.message.startsWith(`allowed_ips.1: ${JSON.stringify(entry)} `)).toBe(true);
+    }
+    expect((await keys.createKey(keyRequest({ allowedIps: new Array<string>(1001).fill('192.0.2.1') }))).ok).toBe(
+      false,
+    );
+  });
+
+  it('keeps verifying a stored key whose allow-list has entries it can no longer read, failing closed on them', async () => {
+    const { key, record } = await issue({ allowedIps: ['192.0.2.1'] });
+    // As written before the notation rules: 010.0.0.1 then admitted 8.0.0.1, 10.0.0.1/8 all of 10/8.
+    await pool.query('UPDATE api_keys SET allowed_ips = $2 WHERE id = $1', [
+      record.id,
+      ['010.0.0.1', '10.0.0.1/8', 'fe80::1%eth0', '127.0.0.1'],
+    ]);
+    expect((await keys.verify(key, '127.0.0.1')).ok).toBe(true);
+    for (const source of ['8.0.0.1', '10.0.0.1', '10.0.0.2', 'fe80::1']) {
+      expect(await keys.verify(key, source)).toEqual({
+        ok: false,
+        error: expect.objectContaining({ type: 'permission_error' }),
+      });
+    }
+    expect(unusableEntries).toContainEqual({
+      keyId: record.id,
+      entries: [0, 1, 2].map((index) => ({ index, reason: expect.any(String) })),
+    });
+    const listed = await keys.getKey(record.id);
+    expect(listed.ok && listed.value.allowedIps).toEqual(['010.0.0.1', '10.0.0.1/8', 'fe80::1%eth0', '127.0.0.1']);
+  });
+
+  it('refuses names that are empty, too long or hold control characters, and trims the rest', async () => {
+    for (const name of ['  ', 'n'.repeat(201), 'a\u0000b', 'a\u001b[2Jb']) {
+      expect(await keys.createAccount(name, 'starter')).toEqual({
+        ok: false,
+        error: expect.objectContaining({ type: 'invalid_request_error', message: expect.stringMatching(/^name: /) }),
+      });
+      expect((await keys.createKey(keyRequest({ name }))).ok).toBe(false);
+      expect((await keys.createAdminKey(accountId, name)).ok).toBe(false);
+    }
+    const longest = await keys.createAccount(` ${'n'.repeat(200)} `, 'starter');
+    expect(longest.ok && longest.value.name).toBe('n'.repeat(200));
+  });
+
+  it('refuses too many or too long allowed models, and cuts an unknown one in the message', async () => {
+    expect(
+      (await keys.createKey(keyRequest({ allowedModels: new Array<string>(1001).fill('claude-sonnet-5') }))).ok,
+    ).toBe(false);
+    expect((await keys.createKey(keyRequest({ allowedModels: ['m'.repeat(257)] }))).ok).toBe(false);
+    expect(await keys.createKey(keyRequest({ allowedModels: ['claude-sonnet-5', 'x'.repeat(256)] }))).toEqual({
+      ok: false,
+      error: expect.objectContaining({ message: `allowed_models.1: unknown model "${'x'.repeat(64)}…".` }),
+    });
+  });
+
+  it('refuses an expiry in the past, naming the field', async () => {
+    expect(await keys.createKey(keyRequest({ expiresAt: new Date(Date.now() - 1_000) }))).toEqual({
+      ok: false,
+      error: { type: 'invalid_request_error', message: 'expires_at: expected a time in the future.' },
+    });
+  });
+
+  it('answers not found for ids that cannot exist, NUL included, without asking PostgreSQL', async () => {
+    for (const id of ['acct_\u0000', '\u00ff\u00fe', 'x'.repeat(100_000)]) {
+      const notFound = { ok: false, error: expect.objectContaining({ type: 'not_found_error' }) };
+      expect(await keys.getAccount(id)).toEqual(notFound);
+      expect(await keys.setSuspended(id, true)).toEqual(notFound);
+      expect(await keys.setLimits(id, { concurrency: 1 })).toEqual(notFound);
+      expect(await keys.listKeys(id)).toEqual(notFound);
+      expect(await keys.getKey(id)).toEqual(notFound);
+      expect(await keys.revokeKey(id)).toEqual(notFound);
+      expect(await keys.createKey(keyRequest({ accountId: id }))).toEqual(notFound);
+      expect(await keys.createAdminKey(id, 'ops')).toEqual(notFound);
+    }
+    const long = await keys.getAccount('x'.repeat(100_000));
+    expect(!long.ok && long.error.message).toBe(`No account with id "${'x'.repeat(64)}…".`);
+    const nul = await keys.getKey('key_\u0000');
+    expect(!nul.ok && nul.error.message).toBe('No key with id "key_\\u0000".');
   });
 
   it('refuses keys of a suspended account with permission_error saying so', async () => {
@@ -151,6 +248,15 @@ describe('KeyService against real PostgreSQL', () => {
       ok: false,
       error: expect.objectContaining({ type: 'invalid_request_error' }),
     });
+    // Past its 32-bit column: refused by name, never a database error.
+    expect(await keys.setLimits(accountId, { requestsPerMinute: 2_147_483_648 })).toEqual({
+      ok: false,
+      error: {
+        type: 'invalid_request_error',
+        message: 'requests_per_minute: expected a positive integer up to 2147483647 or null.',
+      },
+    });
+    expect((await keys.setLimits(accountId, { requestsPerMinute: 2_147_483_647 })).ok).toBe(true);
   });
 
   it('writes last use in batches, at most once a minute per key', async () => {

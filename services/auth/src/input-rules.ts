@@ -1,0 +1,70 @@
+import { findInvalidEntry, maxAllowListEntries } from '@gw/addresses';
+import { err, gatewayError, ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+
+/**
+ * What a caller may store, checked here and not only by the admin API: auth is reachable by any
+ * service, and a name is shown in every listing. Lengths count characters (code points), after trimming.
+ */
+export const maxNameChars = 200;
+export const maxModelIdChars = 256;
+export const maxAllowedModels = 1000;
+
+/** Caller text repeated in a message is cut to this many characters. */
+const echoedChars = 64;
+
+const controlCharacter = /\p{Cc}/u;
+
+/** Whether text has more than `max` code points; text of at most `max` UTF-16 units cannot. */
+const longerThan = (text: string, max: number) => text.length > max && [...text].length > max;
+
+/**
+ * Caller text as a message repeats it: in double quotes, cut to 64 characters and `…`, control characters
+ * escaped, so that no value can make a message long or drive the terminal it is printed on.
+ */
+export function quoted(text: string): string {
+  const head = Array.from(text.slice(0, echoedChars * 2))
+    .slice(0, echoedChars)
+    .join('');
+  const cut = head.length < text.length ? `${head}…` : head;
+  return JSON.stringify(cut).replace(
+    /\p{Cc}/gu,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
+
+/** An account or key name: trimmed, 1 to 200 characters, no control characters. */
+export function checkName(name: string): Result<string> {
+  const trimmed = name.trim();
+  if (trimmed.length === 0) return invalid('name: expected a non-empty string.');
+  if (longerThan(trimmed, maxNameChars)) return invalid(`name: expected at most ${maxNameChars} characters.`);
+  if (controlCharacter.test(trimmed)) return invalid('name: must not contain control characters.');
+  return ok(trimmed);
+}
+
+export function checkAllowedModels(models: readonly string[]): Result<void> {
+  if (models.length > maxAllowedModels) return invalid(`allowed_models: expected at most ${maxAllowedModels} models.`);
+  const index = models.findIndex((model) => model.length === 0 || longerThan(model, maxModelIdChars));
+  if (index >= 0) return invalid(`allowed_models.${index}: expected a model id of 1 to ${maxModelIdChars} characters.`);
+  return ok(undefined);
+}
+
+/** Only canonical addresses and ranges (docs/decisions.md), at most 1,000 of them. */
+export function checkAllowedIps(entries: readonly string[]): Result<void> {
+  if (entries.length > maxAllowListEntries) {
+    return invalid(`allowed_ips: expected at most ${maxAllowListEntries} entries.`);
+  }
+  const found = findInvalidEntry(entries);
+  if (found) return invalid(`allowed_ips.${found.index}: ${quoted(entries[found.index]!)} ${found.reason}.`);
+  return ok(undefined);
+}
+
+/** A key's expiry, if it has one, is a real instant after now. */
+export function checkExpiry(expiresAt: Date | null, now: Date): Result<void> {
+  if (expiresAt === null) return ok(undefined);
+  if (Number.isNaN(expiresAt.getTime())) return invalid('expires_at: expected an ISO 8601 timestamp.');
+  if (expiresAt <= now) return invalid('expires_at: expected a time in the future.');
+  return ok(undefined);
+}
