@@ -1,5 +1,5 @@
 import { grpcMessageLimitFor } from '@gw/config';
-import { createServiceClient } from '@gw/grpc';
+import { createMultiplexedClient, createServiceClient } from '@gw/grpc';
 import { authv1, meteringv1, policyv1, quotav1, routerv1 } from '@gw/proto';
 import type { IngressConfig } from './config';
 
@@ -21,7 +21,9 @@ export function createClients(config: IngressConfig) {
       defaultTimeoutMs: timeout,
       maxMessageBytes,
     }),
-    quota: createServiceClient(quotav1.QuotaService, {
+    // Two or more quota calls per request: one long-lived stream carries them all (a message each way
+    // costs several times less than a unary call's HTTP/2 stream).
+    quota: createMultiplexedClient(quotav1.QuotaService, {
       address: config.QUOTA_ADDRESS,
       callee: 'quota',
       defaultTimeoutMs: timeout,
