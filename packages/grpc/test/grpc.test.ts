@@ -31,6 +31,9 @@ describe('gRPC adapter over loopback', () => {
           async listModels() {
             return ok({ models: [] });
           },
+          async *watchCatalogue() {
+            // Not exercised here.
+          },
         }),
         registration(routerv1.RouterService, {
           async *complete(request) {

@@ -26,7 +26,10 @@ export async function handleCountTokens(
     if (window) setRateLimit(window);
     return failure;
   };
-  if (!isJson(request)) return refuse(err(notJsonError()));
+  if (!isJson(request)) {
+    request.discardBody();
+    return refuse(err(notJsonError()));
+  }
   const raw = await request.readBody(deps.bodyLimitFor(key.plan));
   if (!raw.ok) return refuse(raw);
   const body = parseCountTokensBody(raw.value);

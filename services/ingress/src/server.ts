@@ -165,6 +165,7 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
       return body;
     },
     contentType: request.headers['content-type'],
+    discardBody: () => discardBeforeClosing(request, response, options),
     protocolHeaders,
     signal: disconnected.signal,
   };

@@ -1,12 +1,14 @@
 import { create } from '@bufbuild/protobuf';
 import { err, gatewayError, ok } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
+import type { MessageInitShape } from '@gw/proto';
+import type { Result } from '@gw/errors';
 import { VerifiedKeys } from '../src/verified-keys';
 
-const key = (overrides: Partial<commonv1.KeyContext> = {}) =>
+const key = (overrides: MessageInitShape<typeof commonv1.KeyContextSchema> = {}) =>
   create(commonv1.KeyContextSchema, { keyId: 'key_1', accountId: 'acct_1', ...overrides });
 
-function setup(answer = () => Promise.resolve(ok(key()))) {
+function setup(answer: () => Promise<Result<commonv1.KeyContext>> = () => Promise.resolve(ok(key()))) {
   let now = 1_000_000;
   const calls: string[] = [];
   const keys = new VerifiedKeys(

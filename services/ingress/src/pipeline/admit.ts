@@ -47,7 +47,10 @@ export async function admit(
   request: CallerRequest,
   key: commonv1.KeyContext,
 ): Promise<Result<Admission>> {
-  if (!isJsonContentType(request.contentType)) return err(notJsonError());
+  if (!isJsonContentType(request.contentType)) {
+    request.discardBody();
+    return err(notJsonError());
+  }
   const raw = await request.readBody(deps.bodyLimitFor(key.plan));
   if (!raw.ok) return raw;
   const body = parseMessagesBody(raw.value);

@@ -15,6 +15,11 @@ export interface CallerRequest {
   contentType: string | undefined;
   /** Reads the body, refusing with request_too_large past the limit. */
   readBody(limitBytes: number): Promise<Result<Buffer>>;
+  /**
+   * For a refusal before the body was read: the rest of the upload is read and dropped (within
+   * bounds) before the connection closes, so that a client still writing reads the refusal.
+   */
+  discardBody(): void;
   /** Upstream protocol headers to pass on (anthropic-version, anthropic-beta). */
   protocolHeaders: Record<string, string>;
   /** Aborted when the client goes away. */

@@ -123,7 +123,7 @@ export interface Fakes {
 
 export interface FakeOptions {
   verify?: Result<commonv1.KeyContext>;
-  authorize?: Result<Partial<policyv1.AuthorizeResponse>>;
+  authorize?: Result<MessageInitShape<typeof policyv1.AuthorizeResponseSchema>>;
   acquire?: Result<MessageInitShape<typeof quotav1.AcquireResponseSchema>>;
   router?: RouterScript;
   sink?: FakeSink;
@@ -225,6 +225,7 @@ export function callerRequest(
     sourceAddress: '127.0.0.1',
     contentType: 'application/json',
     readBody: async () => ok(raw),
+    discardBody: () => undefined,
     protocolHeaders: {},
     signal: controller.signal,
     controller,

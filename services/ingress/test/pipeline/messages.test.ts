@@ -30,8 +30,10 @@ describe('handleMessages: authenticate', () => {
 });
 
 describe('handleMessages: admit', () => {
-  it('answers a verified key with a wrong media type with 400 and its window', async () => {
-    const { sink, released } = await run({}, 'x', { contentType: 'text/plain' });
+  it('answers a verified key with a wrong media type with 400 and its window, dropping the upload', async () => {
+    const discardBody = jest.fn();
+    const { sink, released } = await run({}, 'x', { contentType: 'text/plain', discardBody });
+    expect(discardBody).toHaveBeenCalledTimes(1);
     expect(sink.failure?.type).toBe('invalid_request_error');
     expect(sink.rateLimit?.remaining).toBe(98);
     expect(released).toEqual([]);
