@@ -2,6 +2,7 @@ import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import { keyPermissionsOf } from '@gw/catalogue';
 import type { commonv1, policyv1 } from '@gw/proto';
+import { quoted } from './admin/quoted';
 import { authenticate } from './pipeline/authenticate';
 import type { CallerRequest, GatewayDeps } from './pipeline/types';
 import { windowOf } from './rate-limit';
@@ -67,7 +68,7 @@ export function paginate(models: ModelObject[], query: PageQuery): Result<ModelP
     const at = models.findIndex((model) => model.id === cursor);
     if (at < 0)
       return invalid(
-        `${query.afterId !== undefined ? 'after_id' : 'before_id'}: "${cursor}" is not in your model list.`,
+        `${query.afterId !== undefined ? 'after_id' : 'before_id'}: ${quoted(cursor)} is not in your model list.`,
       );
     if (query.afterId !== undefined) {
       start = at + 1;
@@ -114,15 +115,13 @@ async function listedModels(
     const permissions = keyPermissionsOf(key);
     if (!permissions.ok) return permissions;
     return ok(
-      catalogue
-        .listModels(permissions.value)
-        .map((model) =>
-          modelObject({
-            id: model.alias,
-            displayName: model.displayName,
-            createdAtUnixMs: BigInt(model.createdAtUnixMs),
-          }),
-        ),
+      catalogue.listModels(permissions.value).map((model) =>
+        modelObject({
+          id: model.alias,
+          displayName: model.displayName,
+          createdAtUnixMs: BigInt(model.createdAtUnixMs),
+        }),
+      ),
     );
   }
   const listed = await deps.clients.policy.listModels({ key }, { requestId });
@@ -157,7 +156,7 @@ export async function handleGetModel(
     : err(
         gatewayError(
           'not_found_error',
-          `model: "${id}" is not available to this API key. List the models you can use with GET /v1/models.`,
+          `model: ${quoted(id)} is not available to this API key. List the models you can use with GET /v1/models.`,
         ),
       );
 }

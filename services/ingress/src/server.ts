@@ -246,6 +246,11 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
       setRateLimit(response),
     ).then(respond(response), failed(response));
   });
+  // An id that is not percent-encoded UTF-8 fails in the router, before any handler: a refusal, not a fault.
+  app.use('/v1/models', (error: unknown, _request: Request, response: Response, next: NextFunction) => {
+    if (!(error instanceof URIError)) return next(error);
+    sendError(response, gatewayError('invalid_request_error', 'The path is not valid percent-encoded UTF-8.'));
+  });
 
   // An unknown endpoint is 404 for anyone; a verified key also learns where it stands in its window.
   app.use((request: Request, response: Response) => {
@@ -283,11 +288,7 @@ export function createAdminApp(options: AdminAppOptions): express.Express {
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
-  app.use(
-    '/admin/v1',
-    express.json({ limit: '1mb' }),
-    adminRoutes({ clients: options.clients, operatorToken: options.operatorToken, sendError }),
-  );
+  app.use('/admin/v1', adminRoutes({ clients: options.clients, operatorToken: options.operatorToken, sendError }));
   app.use(notFound);
   app.use(internalError(options.logger));
   return app;

@@ -45,6 +45,16 @@ describe('paginate', () => {
       error: expect.objectContaining({ type: 'invalid_request_error', message: expect.stringMatching(/^after_id/) }),
     });
   });
+
+  it('repeats a long or unprintable cursor cut and escaped', () => {
+    expect(paginate(models, { limit: 2, beforeId: `\u001b[2J${'m'.repeat(10_000)}` })).toEqual({
+      ok: false,
+      error: {
+        type: 'invalid_request_error',
+        message: `before_id: "\\u001b[2J${'m'.repeat(60)}…" is not in your model list.`,
+      },
+    });
+  });
 });
 
 describe('pageQuery', () => {

@@ -2,9 +2,11 @@ import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
+import { tooLarge } from '../body';
 import type { Clients } from '../clients';
 import { authenticatePrincipal, requireAccount, requireOperator } from './principal';
 import type { Principal } from './principal';
+import { quoted } from './quoted';
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
 import {
   accountResource,
@@ -30,11 +32,39 @@ export interface AdminRoutesOptions {
 
 const answer = (body: unknown, status = 200): Result<Answer> => ok({ status, body });
 
-/** The admin API of docs/admin-api.md; every decision is made by the auth service. */
+/** Admin bodies are small JSON documents; a larger one is refused before it is parsed. */
+const bodyLimitBytes = 1024 * 1024;
+
+/** What the body parser's refusals say; none repeats the body. */
+const unreadableBodyMessages: Record<string, string> = {
+  'entity.parse.failed': 'The request body is not valid JSON.',
+  'encoding.unsupported': 'The request body has a Content-Encoding the admin API cannot read; send it uncompressed.',
+  'charset.unsupported': 'The request body has a charset the admin API cannot read; send UTF-8.',
+};
+
+/**
+ * The refusal for a request the router could not read: a path segment that is not percent-encoded
+ * UTF-8, or a body the parser refused (which carries a 4xx status and a type). Anything else is not a
+ * refusal but a fault, left to the app's error handler.
+ */
+function unreadableRequest(error: unknown): GatewayError | undefined {
+  if (error instanceof URIError) {
+    return gatewayError('invalid_request_error', 'The path is not valid percent-encoded UTF-8.');
+  }
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { status, type } = error as { status?: unknown; type?: unknown };
+  if (typeof status !== 'number' || status < 400 || status > 499) return undefined;
+  if (status === 413) return tooLarge(bodyLimitBytes);
+  const message = typeof type === 'string' ? unreadableBodyMessages[type] : undefined;
+  return gatewayError('invalid_request_error', message ?? 'The request body could not be read.');
+}
+
+/** The admin API of docs/admin-api.md: requests are checked for shape here, every decision is the auth service's. */
 export function adminRoutes(options: AdminRoutesOptions): express.Router {
   const { clients, operatorToken, sendError } = options;
   const { auth } = clients;
   const router = express.Router();
+  router.use(express.json({ limit: bodyLimitBytes }));
 
   const route = (handler: Handler) => (request: Request, response: Response, next: NextFunction) => {
     authenticatePrincipal(request.headers.authorization, operatorToken, auth)
@@ -199,6 +229,18 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       return revoked.ok ? answer(keyResource(revoked.value.apiKey!)) : revoked;
     }),
   );
+
+  // The path is caller text: cut in the message like any other echoed value.
+  router.use((request: Request, response: Response) => {
+    const path = quoted(`${request.baseUrl}${request.path}`);
+    sendError(response, gatewayError('not_found_error', `Unknown endpoint: ${request.method.slice(0, 16)} ${path}.`));
+  });
+
+  router.use((error: unknown, _request: Request, response: Response, next: NextFunction) => {
+    const refusal = unreadableRequest(error);
+    if (refusal) sendError(response, refusal);
+    else next(error);
+  });
 
   return router;
 }
