@@ -316,6 +316,21 @@ describe('keys', () => {
     expect(run.stderr).toContain('req_v1');
   });
 
+  it('create reports a body refused as too large with the envelope message, one line, exit 1', async () => {
+    api.on(
+      'POST',
+      '/admin/v1/keys',
+      errorAnswer(413, 'request_too_large', 'The request body is larger than the limit of 1048576 bytes.', 'req_big'),
+    );
+    const run = await gwctl(...createArgs, '--privacy-mode', 'off');
+    expect(run).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr:
+        'error: The request body is larger than the limit of 1048576 bytes. (request_too_large, HTTP 413, request id req_big)\n',
+    });
+  });
+
   it('list never prints a key value, even if the server sent one', async () => {
     const used = { ...sampleKey, id: 'key_2', name: 'batch jobs', last_used_at: '2026-11-21T11:00:00.000Z' };
     api.on('GET', '/admin/v1/keys?account_id=acct_1', {
