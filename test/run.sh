@@ -31,6 +31,7 @@ finish() {
 }
 trap finish EXIT
 
+bash deploy/local/infra.sh tools
 pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
 bash deploy/local/infra.sh up
 set -a

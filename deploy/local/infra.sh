@@ -4,6 +4,7 @@
 #   deploy/local/infra.sh up       start what is not running, then write $GW_STATE_DIR/infra.env
 #   deploy/local/infra.sh down     stop what this state directory started, nothing else
 #   deploy/local/infra.sh status   one line per component; exit code 3 when one is not running
+#   deploy/local/infra.sh tools    install what the tests use besides the servers (openssl); start nothing
 #
 # A server already listening on a component's port is reused and never stopped. What this script
 # starts itself is recorded in $GW_STATE_DIR/run/<component>.pid; `down` stops only those.
@@ -48,13 +49,13 @@ die() {
 }
 
 usage() {
-  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 readonly COMMAND="$1"
-case "$COMMAND" in up | down | status) ;; *) usage ;; esac
+case "$COMMAND" in up | down | status | tools) ;; *) usage ;; esac
 
 for port in "$PG_PORT" "$REDIS_PORT" "$KAFKA_PORT"; do
   if [[ ! $port =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then die "invalid port: $port"; fi
@@ -487,6 +488,11 @@ KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
 EOF
   mv "$env_file.tmp" "$env_file"
   cat "$env_file"
+}
+
+# The tests issue throw-away certificates with openssl for mutual TLS between the services.
+cmd_tools() {
+  command -v openssl >/dev/null || apt_install openssl
 }
 
 cmd_down() {

@@ -23,17 +23,32 @@ const cases = [
   },
 ];
 
+/** Each service with an environment that is valid except for its gRPC transport (none is set). */
+const withoutTransport: Record<string, Record<string, string>> = {
+  ingress: { ADMIN_TOKEN: 'operator-token-of-16+', GATEWAY_CONFIG: 'x' },
+  auth: { DATABASE_URL: 'postgres://x', GATEWAY_CONFIG: 'x', KEY_PEPPERS: 'p1:0123456789abcdef' },
+  policy: { GATEWAY_CONFIG: 'x' },
+  quota: { GATEWAY_CONFIG: 'x', DATABASE_URL: 'postgres://x' },
+  router: { GATEWAY_CONFIG: 'x' },
+  metering: { DATABASE_URL: 'postgres://x', GATEWAY_CONFIG: 'x' },
+};
+
+/** Starts a service with only PATH and env; resolves with how it failed (undefined if it did not). */
+function startFailure(service: string, env: Record<string, string | undefined>) {
+  return run(process.execPath, [join(repoRoot, `services/${service}/dist/main.js`)], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 10_000,
+  }).then(
+    () => undefined,
+    (error: { code?: number; stdout: string; stderr: string }) => error,
+  );
+}
+
 describe('configuration errors', () => {
   it.each(cases)(
     '$service stops with one line naming $variable and exit code 2',
     async ({ service, env, variable }) => {
-      const failure = await run(process.execPath, [join(repoRoot, `services/${service}/dist/main.js`)], {
-        env: { PATH: process.env.PATH ?? '', ...env },
-        timeout: 10_000,
-      }).then(
-        () => undefined,
-        (error: { code?: number; stdout: string; stderr: string }) => error,
-      );
+      const failure = await startFailure(service, env);
       expect(failure).toBeDefined();
       expect(failure!.code).toBe(2);
       const lines = failure!.stderr.trim().split('\n');
@@ -43,14 +58,37 @@ describe('configuration errors', () => {
     },
   );
 
-  it('names the path of a typo in the gateway YAML', async () => {
-    const failure = await run(process.execPath, [join(repoRoot, 'services/policy/dist/main.js')], {
-      env: { PATH: process.env.PATH ?? '', GATEWAY_CONFIG: join(repoRoot, 'test/e2e/fixtures/typo.yaml') },
-      timeout: 10_000,
-    }).then(
-      () => undefined,
-      (error: { code?: number; stderr: string }) => error,
+  it.each(Object.keys(withoutTransport))(
+    '%s refuses to start with neither mutual TLS files nor GRPC_INSECURE=true (fail closed)',
+    async (service) => {
+      const failure = await startFailure(service, withoutTransport[service]!);
+      expect(failure?.code).toBe(2);
+      expect(failure?.stderr).toBe(
+        'invalid configuration: GRPC_TLS_CERT: expected the certificate, key and CA files of mutual TLS ' +
+          '(GRPC_TLS_CERT, GRPC_TLS_KEY, GRPC_TLS_CA), or GRPC_INSECURE=true for plaintext gRPC (it is not set)\n',
+      );
+      expect(failure?.stdout).toBe('');
+    },
+  );
+
+  it('names a TLS file it cannot read', async () => {
+    const failure = await startFailure('auth', {
+      ...withoutTransport.auth,
+      GRPC_TLS_CERT: '/nonexistent/auth.crt',
+      GRPC_TLS_KEY: '/nonexistent/auth.key',
+      GRPC_TLS_CA: '/nonexistent/ca.crt',
+    });
+    expect(failure?.code).toBe(2);
+    expect(failure?.stderr).toBe(
+      'invalid configuration: GRPC_TLS_CERT: expected a readable file (ENOENT) (got "/nonexistent/auth.crt")\n',
     );
+  });
+
+  it('names the path of a typo in the gateway YAML', async () => {
+    const failure = await startFailure('policy', {
+      GATEWAY_CONFIG: join(repoRoot, 'test/e2e/fixtures/typo.yaml'),
+      GRPC_INSECURE: 'true',
+    });
     expect(failure?.code).toBe(2);
     expect(failure?.stderr.trim()).toBe(
       'invalid gateway configuration: plans.pro.limits.requestsPerMinute: expected a positive integer',

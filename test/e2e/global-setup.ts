@@ -10,8 +10,10 @@ import {
   serviceNames,
   startServices,
   stateDir,
+  stackGrpcTransport,
   stopServices,
 } from '@gw/local-stack';
+import { createTestCertificateAuthority } from '@gw/testing';
 import type { Harness } from './harness';
 import { harnessFile } from './harness';
 
@@ -54,6 +56,10 @@ export default async function globalSetup(): Promise<void> {
     ADMIN_TOKEN: `gw_operator_${randomBytes(24).toString('base64url')}`,
     KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}`,
   };
+  // The services talk mutual TLS, as in production: a CA made for this run, and one certificate it signed
+  // that every process (and this setup) presents.
+  const authority = await createTestCertificateAuthority(join(state.root, 'tls'), 'gateway e2e CA');
+  const grpcTls = { caFile: authority.certFile, ...(await authority.issue('gateway-e2e')) };
   try {
     await startServices({
       repoRoot,
@@ -67,6 +73,7 @@ export default async function globalSetup(): Promise<void> {
       logLevel: 'debug',
       // Requests from 127.0.0.2 play a load balancer; from 127.0.0.1, a client that may spoof headers.
       ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32' },
+      grpcTls,
     });
   } catch (error) {
     // Jest runs no teardown after a failed setup: leave nothing running.
@@ -74,7 +81,7 @@ export default async function globalSetup(): Promise<void> {
     throw error;
   }
   const authAddress = `127.0.0.1:${ports.grpc.auth}`;
-  const demo = await seedDemo(authAddress, {});
+  const demo = await seedDemo(authAddress, stackGrpcTransport(grpcTls), {});
   const description: Harness = {
     baseUrl: `http://127.0.0.1:${ports.http}`,
     adminUrl: `http://127.0.0.1:${ports.admin}`,
@@ -84,6 +91,7 @@ export default async function globalSetup(): Promise<void> {
     kafkaBrokers: kafkaBrokers.split(','),
     usageTopic,
     authAddress,
+    grpcTls,
     metricsUrls: Object.fromEntries(
       Object.entries(ports.metrics).map(([service, port]) => [service, `http://127.0.0.1:${port}/metrics`]),
     ),

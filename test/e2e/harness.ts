@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '@gw/local-stack';
+import type { StackTls } from '@gw/local-stack';
 
 /** What the global setup started, for the tests to use. */
 export interface Harness {
@@ -13,6 +14,8 @@ export interface Harness {
   kafkaBrokers: string[];
   usageTopic: string;
   authAddress: string;
+  /** The stack's mutual TLS files: the CA and the certificate every process presents. */
+  grpcTls: StackTls;
   /** Prometheus endpoints by service name. */
   metricsUrls: Record<string, string>;
   logsDir: string;

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isHealthy, repoRoot } from '@gw/local-stack';
+import { grpcTransportEnv, isHealthy, repoRoot, stackGrpcTransport } from '@gw/local-stack';
 import type { HealthCheck } from '@gw/local-stack';
 import type { Harness } from './harness';
 
@@ -48,9 +48,10 @@ export function startQuotaReplica(
       REDIS_URL: h.replica.redisUrl,
       DATABASE_URL: databaseUrl,
       GATEWAY_CONFIG: h.replica.gatewayConfig,
+      ...grpcTransportEnv(h.grpcTls),
       ...extraEnv,
     },
-    { kind: 'grpc', address: `127.0.0.1:${ports.grpc}` },
+    { kind: 'grpc', address: `127.0.0.1:${ports.grpc}`, transport: stackGrpcTransport(h.grpcTls) },
   );
 }
 
@@ -80,6 +81,7 @@ export function startIngressReplica(
       ADMIN_TOKEN: h.adminToken,
       GATEWAY_CONFIG: h.replica.gatewayConfig,
       USAGE_SPOOL_DIR: join(h.logsDir, '..', 'spool', `ingress-${ports.http}`),
+      ...grpcTransportEnv(h.grpcTls),
       ...extraEnv,
     },
     { kind: 'http', url: `http://127.0.0.1:${ports.admin}/healthz` },

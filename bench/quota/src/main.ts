@@ -245,6 +245,7 @@ async function main(): Promise<void> {
         address: quota.address,
         callee: 'quota',
         defaultTimeoutMs: 5_000,
+        transport: { kind: 'plaintext' },
       });
       cleanup.add('close the gRPC client', async () => client.close());
       await runCases('grpc (quota process)', grpcTarget(client), quota.cpuSeconds);
@@ -255,6 +256,7 @@ async function main(): Promise<void> {
           address: quota.address,
           callee: 'quota',
           defaultTimeoutMs: 5_000,
+          transport: { kind: 'plaintext' },
         });
         cleanup.add('close the multiplexed client', async () => multiplexed.close());
         await runCases('grpc multiplexed', grpcTarget(multiplexed), quota.cpuSeconds);

@@ -44,6 +44,8 @@ export async function startQuotaProcess(env: Record<string, string>, startTimeou
       METRICS_HOST: '127.0.0.1',
       METRICS_PORT: '0',
       REDIS_CLUSTER_NODES: '',
+      // Plaintext on loopback: the benchmark measures the decision, not TLS.
+      GRPC_INSECURE: 'true',
       ...env,
       // The "quota serving" line at info level carries the port.
       LOG_LEVEL: 'info',

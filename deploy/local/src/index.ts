@@ -3,3 +3,4 @@ export * from './env-file';
 export * from './processes';
 export * from './stack';
 export * from './seed';
+export * from './grpc-tls';

@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { GrpcTransport } from '@gw/config';
 import { isServing } from '@gw/grpc';
 import type { StateDir } from './layout';
 
-export type HealthCheck = { kind: 'grpc'; address: string } | { kind: 'http'; url: string };
+export type HealthCheck = { kind: 'grpc'; address: string; transport: GrpcTransport } | { kind: 'http'; url: string };
 
 export interface ProcessSpec {
   name: string;
@@ -36,7 +37,7 @@ export async function pidOf(state: StateDir, name: string): Promise<number | und
 }
 
 export async function isHealthy(check: HealthCheck): Promise<boolean> {
-  if (check.kind === 'grpc') return isServing(check.address, 1_000);
+  if (check.kind === 'grpc') return isServing(check.address, check.transport, 1_000);
   try {
     const response = await fetch(check.url, { signal: AbortSignal.timeout(1_000) });
     return response.ok;

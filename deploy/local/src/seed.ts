@@ -1,3 +1,4 @@
+import type { GrpcTransport } from '@gw/config';
 import { createServiceClient } from '@gw/grpc';
 import { authv1, commonv1 } from '@gw/proto';
 
@@ -16,11 +17,16 @@ const demoKeys = [
  * The demo account and its two keys. Keys are shown once and stored only as hashes, so an earlier
  * seed is kept when its keys still verify; otherwise a fresh account and keys are made.
  */
-export async function seedDemo(authAddress: string, previous: Partial<DemoSeed>): Promise<DemoSeed> {
+export async function seedDemo(
+  authAddress: string,
+  transport: GrpcTransport,
+  previous: Partial<DemoSeed>,
+): Promise<DemoSeed> {
   const auth = createServiceClient(authv1.AuthService, {
     address: authAddress,
     callee: 'auth',
     defaultTimeoutMs: 5_000,
+    transport,
   });
   try {
     if (previous.accountId && previous.testKey && previous.liveKey) {

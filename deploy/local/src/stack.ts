@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { migrateUp } from '@gw/db';
 import { readEnvFile, writeEnvFile } from './env-file';
+import { grpcTransportEnv, stackGrpcTransport } from './grpc-tls';
+import type { StackTls } from './grpc-tls';
 import type { Ports, StateDir } from './layout';
 import { isHealthy, pidOf, startProcess, stopProcess, waitHealthy } from './processes';
 import type { ProcessSpec } from './processes';
@@ -37,6 +39,8 @@ export interface StackOptions {
   ingressEnv?: Record<string, string>;
   /** Extra environment for quota, e.g. a short LEASE_TTL_MS in the tests. */
   quotaEnv?: Record<string, string>;
+  /** Mutual TLS between the processes; without it they run plaintext (GRPC_INSECURE=true), as `make up` does. */
+  grpcTls?: StackTls;
 }
 
 export interface Secrets {
@@ -49,8 +53,15 @@ const loopback = '127.0.0.1';
 /** The six services and the simulated upstream, wired to each other by port. */
 export function processSpecs(options: StackOptions): ProcessSpec[] {
   const { ports, infra } = options;
-  const base = { LOG_LEVEL: options.logLevel ?? 'info', METRICS_HOST: loopback, GRPC_HOST: loopback };
+  const base = {
+    LOG_LEVEL: options.logLevel ?? 'info',
+    METRICS_HOST: loopback,
+    GRPC_HOST: loopback,
+    ...grpcTransportEnv(options.grpcTls),
+  };
   const grpc = (name: keyof Ports['grpc']) => `${loopback}:${ports.grpc[name]}`;
+  const transport = stackGrpcTransport(options.grpcTls);
+  const grpcHealth = (name: keyof Ports['grpc']) => ({ kind: 'grpc' as const, address: grpc(name), transport });
   const simUrls = {
     SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`,
     SIM_UK_URL: `http://${loopback}:${ports.sim.uk}`,
@@ -75,7 +86,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         GATEWAY_CONFIG: options.gatewayConfig,
         KEY_PEPPERS: options.secrets.KEY_PEPPERS,
       },
-      health: { kind: 'grpc', address: grpc('auth') },
+      health: grpcHealth('auth'),
     },
     {
       name: 'policy',
@@ -86,7 +97,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         METRICS_PORT: String(ports.metrics.policy),
         GATEWAY_CONFIG: options.gatewayConfig,
       },
-      health: { kind: 'grpc', address: grpc('policy') },
+      health: grpcHealth('policy'),
     },
     {
       name: 'quota',
@@ -100,7 +111,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         GATEWAY_CONFIG: options.gatewayConfig,
         ...options.quotaEnv,
       },
-      health: { kind: 'grpc', address: grpc('quota') },
+      health: grpcHealth('quota'),
     },
     {
       name: 'router',
@@ -112,7 +123,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         METRICS_PORT: String(ports.metrics.router),
         GATEWAY_CONFIG: options.gatewayConfig,
       },
-      health: { kind: 'grpc', address: grpc('router') },
+      health: grpcHealth('router'),
     },
     {
       name: 'metering',
@@ -127,7 +138,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         CONSUMER_GROUP: options.consumerGroup,
         GATEWAY_CONFIG: options.gatewayConfig,
       },
-      health: { kind: 'grpc', address: grpc('metering') },
+      health: grpcHealth('metering'),
     },
     {
       name: 'ingress',

@@ -28,11 +28,16 @@ async function up(): Promise<void> {
     consumerGroup: 'gateway-metering',
   });
   const previous = await readEnvFile(state.stackEnv);
-  const demo = await seedDemo(`127.0.0.1:${ports.grpc.auth}`, {
-    accountId: previous.GW_DEMO_ACCOUNT,
-    testKey: previous.GW_DEMO_TEST_KEY,
-    liveKey: previous.GW_DEMO_LIVE_KEY,
-  });
+  // `make up` runs the services plaintext (no grpcTls): one developer's machine, every port on loopback.
+  const demo = await seedDemo(
+    `127.0.0.1:${ports.grpc.auth}`,
+    { kind: 'plaintext' },
+    {
+      accountId: previous.GW_DEMO_ACCOUNT,
+      testKey: previous.GW_DEMO_TEST_KEY,
+      liveKey: previous.GW_DEMO_LIVE_KEY,
+    },
+  );
   const baseUrl = `http://127.0.0.1:${ports.http}`;
   await writeEnvFile(state.stackEnv, {
     GW_BASE_URL: baseUrl,

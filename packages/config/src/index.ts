@@ -1,2 +1,3 @@
 export * from './env';
 export * from './gateway-config';
+export * from './grpc-transport';

@@ -1,13 +1,15 @@
-import { credentials, makeGenericClientConstructor, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
+import { makeGenericClientConstructor, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ChannelOptions, Client, ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import type { DescMessage, MessageShape } from '@bufbuild/protobuf';
 import { create } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import type { GrpcTransport } from '@gw/config';
 import { err, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
 import { fromGrpcError } from './error-detail';
 import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
+import { channelCredentials, transportChannelOptions } from './transport';
 import type { CallOptions, ServiceClient } from './types';
 
 export interface ClientOptions {
@@ -22,6 +24,8 @@ export interface ClientOptions {
   defaultTimeoutMs: number;
   /** Largest message sent or received, in bytes; omitted: grpc-js's defaults (4 MiB received). */
   maxMessageBytes?: number;
+  /** Mutual TLS, or plaintext: from the process's configuration (readGrpcTransport), never assumed. */
+  transport: GrpcTransport;
 }
 
 /**
@@ -53,9 +57,12 @@ function streamDeadline(callOptions: CallOptions | undefined): Date | undefined 
 const multiAddressTarget = /^(dns|ipv4|ipv6):/;
 const roundRobin = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
 
-/** The grpc-js channel options of a client: keepalive, message limits and load balancing. */
-export function channelOptions(options: Pick<ClientOptions, 'address' | 'maxMessageBytes'>): ChannelOptions {
+/** The grpc-js channel options of a client: keepalive, message limits, load balancing and TLS server name. */
+export function channelOptions(
+  options: Pick<ClientOptions, 'address' | 'maxMessageBytes' | 'transport'>,
+): ChannelOptions {
   return {
+    ...transportChannelOptions(options.transport),
     'grpc.keepalive_time_ms': clientKeepaliveTimeMs,
     'grpc.keepalive_timeout_ms': 10_000,
     // Idle connections are pinged too, so that the first call after a quiet spell does not find a dead one.
@@ -98,7 +105,11 @@ export function createServiceClient<M extends GenServiceMethods>(
   options: ClientOptions,
 ): ServiceClient<M> & { close(): void } {
   const Constructor = makeGenericClientConstructor(grpcServiceDefinition(service), service.typeName);
-  const channel: Client = new Constructor(options.address, credentials.createInsecure(), channelOptions(options));
+  const channel: Client = new Constructor(
+    options.address,
+    channelCredentials(options.transport),
+    channelOptions(options),
+  );
   const methods = channel as unknown as Record<string, UntypedUnary | UntypedServerStream>;
   const client: Record<string, unknown> = { close: () => channel.close() };
 

@@ -1,4 +1,4 @@
-import { Client, credentials, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
+import { Client, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ClientDuplexStream, MethodDefinition, StatusObject } from '@grpc/grpc-js';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, MessageShape } from '@bufbuild/protobuf';
@@ -12,6 +12,7 @@ import { grpcServiceDefinition } from './definition';
 import { fromGrpcError, gatewayErrorOf } from './error-detail';
 import { isMultiplexedStream, maxTimerMs } from './multiplexed';
 import { wellFormedRequestId } from './request-id';
+import { channelCredentials } from './transport';
 import type { CallOptions, UnaryCall } from './types';
 
 export interface MultiplexedClientOptions extends ClientOptions {
@@ -228,7 +229,7 @@ export function createMultiplexedClient<M extends GenServiceMethods>(
     commonv1.MultiplexedCall,
     commonv1.MultiplexedReply
   >;
-  const channel = new Client(options.address, credentials.createInsecure(), channelOptions(options));
+  const channel = new Client(options.address, channelCredentials(options.transport), channelOptions(options));
   const multiplexer = new CallMultiplexer(channel, definition, options);
   const client: Record<string, unknown> = { close: () => multiplexer.close() };
   for (const method of service.methods) {

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { Server, ServerCredentials, status as GrpcStatus } from '@grpc/grpc-js';
+import { Server, status as GrpcStatus } from '@grpc/grpc-js';
 import type {
   ChannelOptions,
   handleBidiStreamingCall,
@@ -15,6 +15,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { create } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import type { GrpcTransport } from '@gw/config';
 import { gatewayError, internalErrorMessage } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
@@ -24,6 +25,7 @@ import { isMultiplexedStream } from './multiplexed';
 import { multiplexedCalls } from './multiplexed-server';
 import type { UnaryTarget } from './multiplexed-server';
 import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
+import { serverCredentials } from './transport';
 import type { CallContext, ServerStreamHandler, ServiceHandlers, UnaryHandler } from './types';
 
 /** Where a service reports a handler that threw: a bug, never a decision. */
@@ -181,6 +183,8 @@ export interface GrpcServerOptions {
   observeCall?: (call: FinishedCall) => void;
   /** Largest message received or sent, in bytes; omitted: grpc-js's defaults (4 MiB received). */
   maxMessageBytes?: number;
+  /** Mutual TLS, or plaintext: from the process's configuration (readGrpcTransport), never assumed. */
+  transport: GrpcTransport;
 }
 
 export interface RunningGrpcServer {
@@ -226,7 +230,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     health.setStatus(service.typeName, 'SERVING');
   }
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) =>
+    server.bindAsync(`${options.host}:${options.port}`, serverCredentials(options.transport), (error, bound) =>
       error ? reject(error) : resolve(bound),
     );
   });

@@ -4,7 +4,7 @@ import { policyv1, routerv1 } from '@gw/proto';
 import { waitUntil } from '@gw/testing';
 import { createServiceClient, startGrpcServer } from '../src';
 import type { RunningGrpcServer } from '../src';
-import { loopbackAddress, partialRegistration } from './loopback';
+import { loopbackAddress, partialRegistration, plaintext } from './loopback';
 
 describe('cancelling calls with an AbortSignal', () => {
   let server: RunningGrpcServer;
@@ -15,6 +15,7 @@ describe('cancelling calls with an AbortSignal', () => {
     server = await startGrpcServer({
       host: '127.0.0.1',
       port: 0,
+      transport: plaintext,
       onHandlerFailure: () => undefined,
       services: [
         partialRegistration(policyv1.PolicyService, {
@@ -47,12 +48,14 @@ describe('cancelling calls with an AbortSignal', () => {
       address: loopbackAddress(server),
       callee: 'policy',
       defaultTimeoutMs: 5_000,
+      transport: plaintext,
     });
   const routerClient = () =>
     createServiceClient(routerv1.RouterService, {
       address: loopbackAddress(server),
       callee: 'router',
       defaultTimeoutMs: 5_000,
+      transport: plaintext,
     });
 
   it('leaves no abort listener behind on a long-lived signal after 1,000 unary calls', async () => {

@@ -3,11 +3,11 @@ import { policyv1 } from '@gw/proto';
 import { waitUntil } from '@gw/testing';
 import { channelOptions, createServiceClient, serverOptions } from '../src';
 import type { RunningGrpcServer } from '../src';
-import { startPolicyServer } from './loopback';
+import { plaintext, startPolicyServer } from './loopback';
 
 const roundRobin = { loadBalancingConfig: [{ round_robin: {} }] };
 const serviceConfig = (address: string) => {
-  const config = channelOptions({ address })['grpc.service_config'];
+  const config = channelOptions({ address, transport: plaintext })['grpc.service_config'];
   return typeof config === 'string' ? (JSON.parse(config) as unknown) : config;
 };
 
@@ -23,12 +23,14 @@ describe('channel options', () => {
   });
 
   it('limits messages both ways only when told to', () => {
-    const limited = channelOptions({ address: 'a:1', maxMessageBytes: 34_603_008 });
+    const limited = channelOptions({ address: 'a:1', maxMessageBytes: 34_603_008, transport: plaintext });
     expect(limited).toMatchObject({
       'grpc.max_receive_message_length': 34_603_008,
       'grpc.max_send_message_length': 34_603_008,
     });
-    expect(channelOptions({ address: 'a:1' })).not.toHaveProperty('grpc.max_receive_message_length');
+    expect(channelOptions({ address: 'a:1', transport: plaintext })).not.toHaveProperty(
+      'grpc.max_receive_message_length',
+    );
     expect(serverOptions({ maxMessageBytes: 34_603_008 })).toMatchObject({
       'grpc.max_receive_message_length': 34_603_008,
       'grpc.max_send_message_length': 34_603_008,
@@ -36,7 +38,7 @@ describe('channel options', () => {
   });
 
   it('keeps connections alive with pings the server accepts', () => {
-    const client = channelOptions({ address: 'a:1' });
+    const client = channelOptions({ address: 'a:1', transport: plaintext });
     expect(client).toMatchObject({
       'grpc.keepalive_time_ms': 30_000,
       'grpc.keepalive_timeout_ms': 10_000,
@@ -75,6 +77,7 @@ describe('round robin over loopback', () => {
       address: `ipv4:${servers.map((server) => `127.0.0.1:${server.port}`).join(',')}`,
       callee: 'policy',
       defaultTimeoutMs: 2_000,
+      transport: plaintext,
     });
     await waitUntil(
       async () => {

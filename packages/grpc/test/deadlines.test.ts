@@ -4,7 +4,7 @@ import { policyv1, routerv1 } from '@gw/proto';
 import { createServiceClient, fallbackUnaryTimeoutMs, startGrpcServer, unaryDeadline } from '../src';
 import type { RunningGrpcServer } from '../src';
 import { waitUntil } from '@gw/testing';
-import { loopbackAddress, partialRegistration, startPolicyServer } from './loopback';
+import { loopbackAddress, partialRegistration, plaintext, startPolicyServer } from './loopback';
 
 describe('unaryDeadline', () => {
   const now = 1_700_000_000_000;
@@ -35,6 +35,7 @@ describe('deadlines over loopback', () => {
     router = await startGrpcServer({
       host: '127.0.0.1',
       port: 0,
+      transport: plaintext,
       onHandlerFailure: () => undefined,
       services: [
         partialRegistration(routerv1.RouterService, {
@@ -56,6 +57,7 @@ describe('deadlines over loopback', () => {
       address: loopbackAddress(policy),
       callee: 'policy',
       defaultTimeoutMs: 200,
+      transport: plaintext,
     });
     const result = await client.authorize({ model: 'm' }, { timeoutMs: 0 });
     expect(result).toEqual({ ok: false, error: expect.objectContaining({ type: 'overloaded_error' }) });
@@ -67,6 +69,7 @@ describe('deadlines over loopback', () => {
       address: loopbackAddress(router),
       callee: 'router',
       defaultTimeoutMs: 0,
+      transport: plaintext,
     });
     const seen: string[] = [];
     for await (const item of client.complete({ requestId: 'r' }, { timeoutMs: 300 })) {

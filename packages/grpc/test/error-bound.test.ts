@@ -3,7 +3,7 @@ import { commonv1, fromBinary, policyv1 } from '@gw/proto';
 import { waitUntil } from '@gw/testing';
 import { boundedMessage, createServiceClient, errorDetailTrailer, maxCrossingMessageBytes, toGrpcStatus } from '../src';
 import type { RunningGrpcServer } from '../src';
-import { loopbackAddress, startPolicyServer } from './loopback';
+import { loopbackAddress, plaintext, startPolicyServer } from './loopback';
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 
@@ -58,6 +58,7 @@ describe('a huge error message over loopback', () => {
       address: loopbackAddress(server),
       callee: 'policy',
       defaultTimeoutMs: 2_000,
+      transport: plaintext,
     });
     const slow = client.authorize({ model: 'slow' });
     await waitUntil(() => slowArrived, { what: 'the slow call to reach the handler' });

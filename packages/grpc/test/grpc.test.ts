@@ -2,6 +2,7 @@ import { err, gatewayError, ok } from '@gw/errors';
 import { policyv1, routerv1 } from '@gw/proto';
 import { createServiceClient, isServing, registration, startGrpcServer } from '../src';
 import type { RunningGrpcServer } from '../src';
+import { plaintext } from './loopback';
 
 describe('gRPC adapter over loopback', () => {
   let server: RunningGrpcServer;
@@ -12,6 +13,7 @@ describe('gRPC adapter over loopback', () => {
     server = await startGrpcServer({
       host: '127.0.0.1',
       port: 0,
+      transport: plaintext,
       onHandlerFailure: (_error, method) => failures.push(method),
       observeCall: (call) => finished.push(`${call.method} ${call.code}`),
       services: [
@@ -61,6 +63,7 @@ describe('gRPC adapter over loopback', () => {
       address: address(),
       callee: 'policy',
       defaultTimeoutMs: 2_000,
+      transport: plaintext,
     });
     const success = await client.authorize({ model: 'pool-a' });
     expect(success.ok && success.value.pools[0]?.poolId).toBe('pool-a');
@@ -81,6 +84,7 @@ describe('gRPC adapter over loopback', () => {
       address: address(),
       callee: 'policy',
       defaultTimeoutMs: 2_000,
+      transport: plaintext,
     });
     const result = await client.authorize({ model: 'throw' });
     expect(result).toEqual({ ok: false, error: expect.objectContaining({ type: 'api_error' }) });
@@ -94,6 +98,7 @@ describe('gRPC adapter over loopback', () => {
       address: address(),
       callee: 'router',
       defaultTimeoutMs: 0,
+      transport: plaintext,
     });
     const seen: string[] = [];
     for await (const item of client.complete({ requestId: 'fail' })) {
@@ -108,6 +113,7 @@ describe('gRPC adapter over loopback', () => {
       address: '127.0.0.1:1',
       callee: 'policy',
       defaultTimeoutMs: 500,
+      transport: plaintext,
     });
     const result = await client.authorize({ model: 'x' });
     expect(result).toEqual({
@@ -129,9 +135,9 @@ describe('gRPC adapter over loopback', () => {
   });
 
   it('serves grpc.health.v1', async () => {
-    expect(await isServing(address())).toBe(true);
+    expect(await isServing(address(), plaintext)).toBe(true);
     server.setServing(false);
-    expect(await isServing(address())).toBe(false);
+    expect(await isServing(address(), plaintext)).toBe(false);
     server.setServing(true);
   });
 });

@@ -3,8 +3,12 @@ import type { Result } from '@gw/errors';
 import { policyv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import type { GrpcTransport } from '@gw/config';
 import { registration, startGrpcServer } from '../src';
 import type { CallContext, GrpcServerOptions, RunningGrpcServer, ServiceHandlers, ServiceRegistration } from '../src';
+
+/** The tests' transport unless a test is about TLS. */
+export const plaintext: GrpcTransport = { kind: 'plaintext' };
 
 /**
  * Serves only the methods a test needs; the others answer UNIMPLEMENTED. The cast is what keeps a test
@@ -31,6 +35,7 @@ export function startPolicyServer(
     host: '127.0.0.1',
     port: 0,
     onHandlerFailure: () => undefined,
+    transport: plaintext,
     ...options,
     services: [partialRegistration(policyv1.PolicyService, { authorize, listModels: async () => ok({ models: [] }) })],
   });

@@ -2,7 +2,7 @@ import { ok } from '@gw/errors';
 import { policyv1 } from '@gw/proto';
 import { createServiceClient } from '../src';
 import type { RunningGrpcServer } from '../src';
-import { loopbackAddress, startPolicyServer } from './loopback';
+import { loopbackAddress, plaintext, startPolicyServer } from './loopback';
 
 const MiB = 1024 * 1024;
 
@@ -23,6 +23,7 @@ describe('message size limits', () => {
       address: loopbackAddress(server),
       callee: 'policy',
       defaultTimeoutMs: 30_000,
+      transport: plaintext,
       maxMessageBytes: 33 * MiB,
     });
     const body = Buffer.alloc(20 * MiB, 'a');
@@ -36,6 +37,7 @@ describe('message size limits', () => {
       address: loopbackAddress(server),
       callee: 'policy',
       defaultTimeoutMs: 30_000,
+      transport: plaintext,
       maxMessageBytes: MiB,
     });
     const result = await client.authorize({ model: 'm', bodyJson: Buffer.alloc(2 * MiB, 'a') });

@@ -15,6 +15,7 @@ import {
   startGrpcServer,
 } from '../src';
 import type { CallContext, FinishedCall, RunningGrpcServer } from '../src';
+import { plaintext } from './loopback';
 
 /**
  * A quota service whose handlers answer by the request id they are given: `limited` refuses with a
@@ -84,6 +85,7 @@ async function startQuota(quota: FakeQuota, finished: FinishedCall[] = []): Prom
   return startGrpcServer({
     host: '127.0.0.1',
     port: 0,
+    transport: plaintext,
     onHandlerFailure: (_error, method) => quota.failures.push(method),
     observeCall: (call) => finished.push(call),
     services: [quota.registration()],
@@ -130,11 +132,13 @@ const clientsOf = (address: string, defaultTimeoutMs = 5_000) => ({
     address,
     callee: 'quota',
     defaultTimeoutMs,
+    transport: plaintext,
   }),
   multiplexed: createMultiplexedClient(quotav1.QuotaService, {
     address,
     callee: 'quota',
     defaultTimeoutMs,
+    transport: plaintext,
   }),
 });
 
@@ -212,6 +216,7 @@ describe('unary calls multiplexed over one stream', () => {
       address: `127.0.0.1:${server.port}`,
       callee: 'quota',
       defaultTimeoutMs: 10_000,
+      transport: plaintext,
     });
     const results = await Promise.all(
       Array.from({ length: 1_000 }, (_, index) => client.acquire({ requestId: `c${index}` })),
@@ -307,6 +312,7 @@ describe('unary calls multiplexed over one stream', () => {
       address: `127.0.0.1:${server.port}`,
       callee: 'quota',
       defaultTimeoutMs: 5_000,
+      transport: plaintext,
       maxPendingCalls: 2,
     });
     const controller = new AbortController();
@@ -358,6 +364,7 @@ describe('a multiplexed stream that ends', () => {
       address: relay.address,
       callee: 'quota',
       defaultTimeoutMs: 5_000,
+      transport: plaintext,
     });
 
     const taken = client.acquire({ requestId: 'held' });

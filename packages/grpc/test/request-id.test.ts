@@ -5,7 +5,7 @@ import { create, policyv1 } from '@gw/proto';
 import { waitUntil } from '@gw/testing';
 import { createServiceClient, grpcServiceDefinition, wellFormedRequestId } from '../src';
 import type { FinishedCall, RunningGrpcServer } from '../src';
-import { loopbackAddress, startPolicyServer } from './loopback';
+import { loopbackAddress, plaintext, startPolicyServer } from './loopback';
 
 describe('wellFormedRequestId', () => {
   it('keeps up to 64 of [A-Za-z0-9_-] and drops anything else', () => {
@@ -44,6 +44,7 @@ describe('request id in call metadata', () => {
       address: loopbackAddress(server),
       callee: 'policy',
       defaultTimeoutMs: 5_000,
+      transport: plaintext,
     });
 
   it('hands the caller’s request id to the handler and to the call’s reports', async () => {

@@ -1,3 +1,5 @@
+export * from './certificates';
+
 /**
  * The one way tests wait: poll a condition until it holds or a bound passes, then fail saying what was
  * awaited and the last value seen. Never a fixed sleep.

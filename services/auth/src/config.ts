@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { env, readEnv } from '@gw/config';
+import { env, readEnv, readGrpcTransport } from '@gw/config';
+import type { GrpcTransport } from '@gw/config';
 
 const pepperList = z.string({ error: 'expected id:secret[,id:secret…]' }).transform((value, context) => {
   const peppers = value.split(',').map((entry) => {
@@ -45,8 +46,11 @@ const schema = z.object({
   LAST_USED_FLUSH_MS: env.positiveInt(5_000),
 });
 
-export type AuthConfig = z.infer<typeof schema>;
+export type AuthConfig = z.infer<typeof schema> & {
+  /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
+  grpcTransport: GrpcTransport;
+};
 
 export function readAuthConfig(): AuthConfig {
-  return readEnv(schema);
+  return { ...readEnv(schema), grpcTransport: readGrpcTransport() };
 }

@@ -58,6 +58,7 @@ void runOrExit(async () => {
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
+    transport: config.grpcTransport,
     services: [authService(keys)],
     onHandlerFailure: (error, method, requestId) =>
       logger.error({ err: error, method, request_id: requestId }, 'handler failed'),

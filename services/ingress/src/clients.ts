@@ -14,12 +14,14 @@ export function createClients(config: IngressConfig) {
       callee: 'auth',
       defaultTimeoutMs: timeout,
       maxMessageBytes,
+      transport: config.grpcTransport,
     }),
     policy: createServiceClient(policyv1.PolicyService, {
       address: config.POLICY_ADDRESS,
       callee: 'policy',
       defaultTimeoutMs: timeout,
       maxMessageBytes,
+      transport: config.grpcTransport,
     }),
     // Two or more quota calls per request: one long-lived stream carries them all (a message each way
     // costs several times less than a unary call's HTTP/2 stream).
@@ -28,12 +30,14 @@ export function createClients(config: IngressConfig) {
       callee: 'quota',
       defaultTimeoutMs: timeout,
       maxMessageBytes,
+      transport: config.grpcTransport,
     }),
     metering: createServiceClient(meteringv1.MeteringService, {
       address: config.METERING_ADDRESS,
       callee: 'metering',
       defaultTimeoutMs: timeout,
       maxMessageBytes,
+      transport: config.grpcTransport,
     }),
     // A completion has no deadline: it lives as long as its stream and the client's disconnect cancels
     // it. Token counts pass their own.
@@ -42,6 +46,7 @@ export function createClients(config: IngressConfig) {
       callee: 'router',
       defaultTimeoutMs: 0,
       maxMessageBytes,
+      transport: config.grpcTransport,
     }),
   };
 }

@@ -1,11 +1,14 @@
 import { z } from 'zod';
-import { defaultBodyLimitBytes, env, readEnv } from '@gw/config';
+import { defaultBodyLimitBytes, env, readEnv, readGrpcTransport } from '@gw/config';
+import type { GrpcTransport } from '@gw/config';
 
 const schema = z.object({
   LOG_LEVEL: env.logLevel(),
   HTTP_HOST: env.host('127.0.0.1'),
   HTTP_PORT: env.port(8080),
   ADMIN_PORT: env.port(8081),
+  /** The admin API's own address: loopback unless set, whatever HTTP_HOST exposes. */
+  ADMIN_HOST: env.host('127.0.0.1'),
   METRICS_HOST: env.host('127.0.0.1'),
   METRICS_PORT: env.port(9464),
   AUTH_ADDRESS: env.address('127.0.0.1:50051'),
@@ -60,8 +63,11 @@ const schema = z.object({
   USAGE_SPOOL_MAX_BYTES: env.positiveInt(256 * 1024 * 1024),
 });
 
-export type IngressConfig = z.infer<typeof schema>;
+export type IngressConfig = z.infer<typeof schema> & {
+  /** Of the gRPC clients: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
+  grpcTransport: GrpcTransport;
+};
 
 export function readIngressConfig(): IngressConfig {
-  return readEnv(schema);
+  return { ...readEnv(schema), grpcTransport: readGrpcTransport() };
 }

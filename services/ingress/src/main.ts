@@ -126,8 +126,11 @@ void runOrExit(async () => {
   publicServer.keepAliveTimeout = 65_000;
   const adminServer = createServer(createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger }));
   await listen(publicServer, config.HTTP_PORT, config.HTTP_HOST);
-  await listen(adminServer, config.ADMIN_PORT, config.HTTP_HOST);
-  logger.info({ port: config.HTTP_PORT, admin_port: config.ADMIN_PORT }, 'ingress serving');
+  await listen(adminServer, config.ADMIN_PORT, config.ADMIN_HOST);
+  logger.info(
+    { host: config.HTTP_HOST, port: config.HTTP_PORT, admin_host: config.ADMIN_HOST, admin_port: config.ADMIN_PORT },
+    'ingress serving',
+  );
 
   onShutdown(logger, async () => {
     await new Promise((resolve) => adminServer.close(resolve));

@@ -48,6 +48,7 @@ describe('CatalogueFollower against the policy process', () => {
         PATH: process.env.PATH,
         LOG_LEVEL: 'info',
         GRPC_PORT: String(grpcPort),
+        GRPC_INSECURE: 'true',
         METRICS_PORT: '0',
         GATEWAY_CONFIG: configFile,
       },
@@ -85,6 +86,7 @@ describe('CatalogueFollower against the policy process', () => {
       address: `127.0.0.1:${grpcPort}`,
       callee: 'policy',
       defaultTimeoutMs: 2_000,
+      transport: { kind: 'plaintext' },
     });
     const follower = new CatalogueFollower({
       watch: catalogueStreamOf(policyClient),

@@ -106,7 +106,12 @@ plans:
 `;
 
 const meteringClient = (address: string) =>
-  createServiceClient(meteringv1.MeteringService, { address, callee: 'metering', defaultTimeoutMs: 5_000 });
+  createServiceClient(meteringv1.MeteringService, {
+    address,
+    callee: 'metering',
+    defaultTimeoutMs: 5_000,
+    transport: { kind: 'plaintext' },
+  });
 
 /** A GetUsageResponse without its protobuf type names, for toEqual. */
 function plainUsage(response: meteringv1.GetUsageResponse) {
@@ -188,6 +193,7 @@ describe('metering service against real Kafka and PostgreSQL', () => {
         USAGE_TOPIC: topic,
         CONSUMER_GROUP: consumerGroup,
         GRPC_PORT: String(grpcPort),
+        GRPC_INSECURE: 'true',
         METRICS_PORT: String(metricsPort),
         GATEWAY_CONFIG: join(configDir, 'gateway.yaml'),
       },
@@ -198,7 +204,7 @@ describe('metering service against real Kafka and PostgreSQL', () => {
     try {
       await eventually('metering to report SERVING', 45_000, async () => {
         if (service.exitCode !== null) throw new Error(`metering exited with ${service.exitCode}`);
-        return (await isServing(`127.0.0.1:${grpcPort}`)) || undefined;
+        return (await isServing(`127.0.0.1:${grpcPort}`, { kind: 'plaintext' })) || undefined;
       });
     } catch (error) {
       throw new Error(`${(error as Error).message}\n--- metering output ---\n${serviceOutput}`);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { env, readEnv } from '@gw/config';
+import { env, readEnv, readGrpcTransport } from '@gw/config';
+import type { GrpcTransport } from '@gw/config';
 
 const schema = z.object({
   LOG_LEVEL: env.logLevel(),
@@ -12,8 +13,11 @@ const schema = z.object({
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
 });
 
-export type PolicyConfig = z.infer<typeof schema>;
+export type PolicyConfig = z.infer<typeof schema> & {
+  /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
+  grpcTransport: GrpcTransport;
+};
 
 export function readPolicyConfig(): PolicyConfig {
-  return readEnv(schema);
+  return { ...readEnv(schema), grpcTransport: readGrpcTransport() };
 }

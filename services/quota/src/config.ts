@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { env, readEnv } from '@gw/config';
+import { env, readEnv, readGrpcTransport } from '@gw/config';
+import type { GrpcTransport } from '@gw/config';
 
 const schema = z.object({
   LOG_LEVEL: env.logLevel(),
@@ -24,8 +25,11 @@ const schema = z.object({
   LEASE_TTL_MS: env.positiveInt(30_000),
 });
 
-export type QuotaConfig = z.infer<typeof schema>;
+export type QuotaConfig = z.infer<typeof schema> & {
+  /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
+  grpcTransport: GrpcTransport;
+};
 
 export function readQuotaConfig(): QuotaConfig {
-  return readEnv(schema);
+  return { ...readEnv(schema), grpcTransport: readGrpcTransport() };
 }

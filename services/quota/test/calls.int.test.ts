@@ -43,12 +43,23 @@ describe('QuotaService over its multiplexed Calls stream, against real Redis', (
     server = await startGrpcServer({
       host: '127.0.0.1',
       port: 0,
+      transport: { kind: 'plaintext' },
       onHandlerFailure: () => undefined,
       services: [quotaService(limits)],
     });
     const address = `127.0.0.1:${server.port}`;
-    multiplexed = createMultiplexedClient(quotav1.QuotaService, { address, callee: 'quota', defaultTimeoutMs: 5_000 });
-    unary = createServiceClient(quotav1.QuotaService, { address, callee: 'quota', defaultTimeoutMs: 5_000 });
+    multiplexed = createMultiplexedClient(quotav1.QuotaService, {
+      address,
+      callee: 'quota',
+      defaultTimeoutMs: 5_000,
+      transport: { kind: 'plaintext' },
+    });
+    unary = createServiceClient(quotav1.QuotaService, {
+      address,
+      callee: 'quota',
+      defaultTimeoutMs: 5_000,
+      transport: { kind: 'plaintext' },
+    });
   });
 
   afterAll(async () => {

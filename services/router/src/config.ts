@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { env, readEnv } from '@gw/config';
+import { env, readEnv, readGrpcTransport } from '@gw/config';
+import type { GrpcTransport } from '@gw/config';
 
 const schema = z.object({
   GRPC_HOST: env.host('127.0.0.1'),
@@ -32,8 +33,11 @@ const checked = schema.refine((config) => config.UPSTREAM_EJECT_MAX_MS >= config
   path: ['UPSTREAM_EJECT_MAX_MS'],
 });
 
-export type RouterConfig = z.infer<typeof schema>;
+export type RouterConfig = z.infer<typeof schema> & {
+  /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
+  grpcTransport: GrpcTransport;
+};
 
 export function readRouterConfig(): RouterConfig {
-  return readEnv(checked);
+  return { ...readEnv(checked), grpcTransport: readGrpcTransport() };
 }

@@ -70,6 +70,7 @@ void runOrExit(async () => {
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
+    transport: config.grpcTransport,
     services: [registration(routerv1.RouterService, routerHandlers(router, logger))],
     onHandlerFailure: (error, method, requestId) =>
       logger.error({ err: error, method, request_id: requestId }, 'handler failed'),

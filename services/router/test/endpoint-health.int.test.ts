@@ -150,6 +150,7 @@ async function startRouter(configPath: string, metricsPort: number): Promise<str
     ...process.env,
     GATEWAY_CONFIG: configPath,
     GRPC_PORT: '0',
+    GRPC_INSECURE: 'true',
     METRICS_PORT: String(metricsPort),
     LOG_LEVEL: 'info',
     UPSTREAM_STREAM_HEADERS_TIMEOUT_MS: String(headersTimeoutMs),
@@ -184,8 +185,13 @@ beforeAll(async () => {
   const metricsPort = await freePort();
   metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const address = await startRouter(configPath, metricsPort);
-  expect(await isServing(address)).toBe(true);
-  client = createServiceClient(routerv1.RouterService, { address, callee: 'router', defaultTimeoutMs: 20_000 });
+  expect(await isServing(address, { kind: 'plaintext' })).toBe(true);
+  client = createServiceClient(routerv1.RouterService, {
+    address,
+    callee: 'router',
+    defaultTimeoutMs: 20_000,
+    transport: { kind: 'plaintext' },
+  });
 });
 
 afterAll(async () => {

@@ -55,6 +55,7 @@ async function startRouter(configPath: string): Promise<string> {
     ...process.env,
     GATEWAY_CONFIG: configPath,
     GRPC_PORT: '0',
+    GRPC_INSECURE: 'true',
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
     ROUTER_OPENAI_INT_KEY: upstreamKey,
@@ -71,8 +72,13 @@ beforeAll(async () => {
   const configPath = join(configDir, 'gateway.yaml');
   await writeFile(configPath, gatewayYaml(sim.url));
   const address = await startRouter(configPath);
-  expect(await isServing(address)).toBe(true);
-  client = createServiceClient(routerv1.RouterService, { address, callee: 'router', defaultTimeoutMs: 20_000 });
+  expect(await isServing(address, { kind: 'plaintext' })).toBe(true);
+  client = createServiceClient(routerv1.RouterService, {
+    address,
+    callee: 'router',
+    defaultTimeoutMs: 20_000,
+    transport: { kind: 'plaintext' },
+  });
 });
 
 afterAll(async () => {
