@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration bench bench-quota bench-pii clean
+.PHONY: help deps build gen lint up down test test-unit test-integration bench bench-quota bench-pii bench-gateway clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
@@ -46,7 +46,7 @@ test: lint
 # Benchmarks are not tests: `make test` never runs them. They use the PostgreSQL and Redis on loopback
 # named by DATABASE_URL and REDIS_URL, read from the infra.env of the tests' (or `make up`'s)
 # infrastructure when not set; see bench/README.md.
-bench: bench-quota bench-pii
+bench: bench-quota bench-pii bench-gateway
 
 bench-quota: build
 	pnpm exec tsc -b bench/quota
@@ -61,6 +61,13 @@ bench-quota: build
 bench-pii: deps
 	pnpm exec tsc -b packages/pii/bench
 	node packages/pii/bench/dist/main.js
+
+# The whole gateway on loopback (docs/performance.md): the six services as processes against real
+# PostgreSQL, Redis and Kafka (DATABASE_URL, REDIS_URL and KAFKA_BROKERS, else started or reused through
+# infra.sh), a mock upstream and a load generator. BENCH_PROFILE=1 also profiles every service.
+bench-gateway: build
+	pnpm exec tsc -b bench/gateway
+	node bench/gateway/dist/main.js
 
 clean:
 	rm -rf node_modules */*/node_modules */*/dist packages/pii/bench/dist packages/proto/src/gen

@@ -1,0 +1,522 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runOrExit } from '@gw/config';
+import { repoRoot } from '@gw/local-stack';
+import { startLoadGenerator, startMockUpstreamProcess } from './children';
+import type { LoadGenerator } from './children';
+import { Cleanup } from './cleanup';
+import { summariseProfiles } from './cpu-profile';
+import { benchModels, gatewayServices, resolveInfra, startGatewayStack } from './gateway-stack';
+import type { GatewayService, GatewayStack } from './gateway-stack';
+import { callsBetween, grpcCallsHandled } from './grpc-calls';
+import type { LoadJob, LoadResult } from './load-protocol';
+import { cpuMsOfTrees, pidListeningOn, processAgeMs, residentBytes } from './proc';
+import { readSettings } from './settings';
+import type { Settings } from './settings';
+import { fixed, formatTable, megabytes, mergeResults, percentile } from './stats';
+
+/**
+ * The whole gateway on loopback: what it adds to a request's latency and to a stream's first token
+ * (against a direct call to the same mock upstream), the rate it sustains, and the CPU and memory of
+ * its six processes at that rate. Not a test: `make bench-gateway` runs it; it prints targets next to
+ * the figures and fails only when requests fail in the latency series.
+ */
+
+const print = (line = '') => process.stdout.write(`${line}\n`);
+
+const targets = {
+  addedP50Ms: 1,
+  addedP99Ms: 3,
+  addedFirstTokenP99Ms: 3,
+  requestsPerSecond: 1_500,
+  cpuMsPerRequest: 0.8,
+  residentMegabytes: 600,
+};
+
+/** A request an SDK would send: small prompt, small answer. */
+function messagesBody(model: string, streamed: boolean): string {
+  return JSON.stringify({
+    model,
+    max_tokens: 64,
+    messages: [{ role: 'user', content: 'Hello from the gateway benchmark' }],
+    ...(streamed ? { stream: true } : {}),
+  });
+}
+
+interface Target {
+  url: string;
+  headers: Record<string, string>;
+}
+
+function jobFor(
+  target: Target,
+  model: string,
+  streamed: boolean,
+  bounds: Pick<LoadJob, 'concurrency' | 'requests' | 'durationMs'>,
+): LoadJob {
+  const body = messagesBody(model, streamed);
+  return {
+    url: target.url,
+    headers: {
+      ...target.headers,
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      'anthropic-version': '2023-06-01',
+    },
+    body,
+    streamed,
+    timeoutMs: 30_000,
+    ...bounds,
+  };
+}
+
+interface LatencyComparison {
+  direct: LoadResult;
+  gateway: LoadResult;
+}
+
+interface ThroughputStep {
+  concurrency: number;
+  result: LoadResult;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  passed: boolean;
+  /** CPU milliseconds during the step, by process (tree). */
+  cpuMs: Map<string, number>;
+  /** The highest sum of the six services' RSS seen during the step, and each one's RSS then. */
+  peakResident: { totalBytes: number; byService: Map<GatewayService, number> };
+  grpcCalls: [string, number][];
+}
+
+function commitDescription(): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    }).trim();
+    return changed === '' ? commit : `${commit} (+ uncommitted changes)`;
+  } catch {
+    return 'unknown commit';
+  }
+}
+
+/** Over 1, 5 and 15 minutes: how much else wanted the CPUs. */
+const loadAverage = () =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+
+const gatewayCpuMs = (cpuMs: Map<string, number>) =>
+  gatewayServices.reduce((sum, name) => sum + (cpuMs.get(name) ?? 0), 0);
+
+class Run {
+  private load!: LoadGenerator;
+  private stack!: GatewayStack;
+  private direct!: Target;
+  private gateway!: Target;
+  private readonly stopping = new AbortController();
+  /** The run's temporary directory, once made. */
+  private root: string | undefined;
+
+  constructor(
+    private readonly settings: Settings,
+    private readonly cleanup: Cleanup,
+  ) {}
+
+  /** Ctrl-C or the time limit: the job in flight fails at once (its load generator goes), nothing new starts. */
+  stop(reason: string): void {
+    if (this.stopping.signal.aborted) return;
+    this.stopping.abort(reason);
+    process.stderr.write(`${reason}: stopping, then cleaning up\n`);
+    void this.load?.stop();
+  }
+
+  get stopReason(): string | undefined {
+    return this.stopping.signal.aborted ? String(this.stopping.signal.reason) : undefined;
+  }
+
+  /** After a failure, the end of each service's log: the directory goes with the cleanup. */
+  async printLogTails(lines = 15): Promise<void> {
+    if (this.root === undefined) return;
+    const logs = join(this.root, 'logs');
+    const files = await readdir(logs).catch(() => []);
+    for (const file of files) {
+      const tail = (await readFile(join(logs, file), 'utf8')).trimEnd().split('\n').slice(-lines);
+      process.stderr.write(`--- ${file} (last ${tail.length} lines)\n${tail.join('\n')}\n`);
+    }
+  }
+
+  private async runJob(job: LoadJob): Promise<LoadResult> {
+    if (this.stopping.signal.aborted) throw new Error(String(this.stopping.signal.reason));
+    return this.load.run(job);
+  }
+
+  async execute(): Promise<number> {
+    const { settings, cleanup } = this;
+    const profiling = settings.BENCH_PROFILE === '1';
+    const root = await mkdtemp(join(tmpdir(), 'gw-bench-gateway-'));
+    this.root = root;
+    cleanup.add('remove the temporary directory', () => rm(root, { recursive: true, force: true }));
+    const profileDir = profiling ? (settings.BENCH_PROFILE_DIR ?? join(root, 'profiles')) : undefined;
+
+    print(
+      `gateway benchmark: ${commitDescription()}, ${new Date().toISOString()}, node ${process.version}, ` +
+        `${cpus().length} CPUs, load average ${loadAverage()}`,
+    );
+    if (profiling) print(`profiling every service (--cpu-prof into ${profileDir}): figures are slower than usual`);
+
+    const infra = await resolveInfra(repoRoot, cleanup);
+    const ports = { latency: settings.BENCH_PORT_BASE + 31, throughput: settings.BENCH_PORT_BASE + 32 };
+    const mock = await startMockUpstreamProcess([
+      { port: ports.latency, latencyMs: settings.BENCH_UPSTREAM_LATENCY_MS },
+      { port: ports.throughput, latencyMs: settings.BENCH_THROUGHPUT_UPSTREAM_LATENCY_MS },
+    ]);
+    cleanup.add('stop the mock upstream', () => mock.stop());
+    const [latencyUrl, throughputUrl] = mock.urls as [string, string];
+
+    this.stack = await startGatewayStack(
+      {
+        repoRoot,
+        root,
+        portBase: settings.BENCH_PORT_BASE,
+        infra,
+        logLevel: settings.BENCH_LOG_LEVEL,
+        upstreamUrls: { latency: latencyUrl, throughput: throughputUrl },
+        profileDir,
+      },
+      cleanup,
+    );
+    this.load = await startLoadGenerator();
+    cleanup.add('stop the load generator', () => this.load.stop());
+    print(
+      `stack up on 127.0.0.1:${this.stack.ports.http} (logs ${this.stack.logsDir}); mock upstream at ` +
+        `${settings.BENCH_UPSTREAM_LATENCY_MS} ms (latency cases) and ` +
+        `${settings.BENCH_THROUGHPUT_UPSTREAM_LATENCY_MS} ms (throughput case)`,
+    );
+
+    this.gateway = {
+      url: `${this.stack.baseUrl}/v1/messages`,
+      headers: { 'x-api-key': this.stack.liveKey },
+    };
+    this.direct = { url: `${latencyUrl}/v1/messages`, headers: {} };
+
+    // Profiles are read from here on: what came before is start-up.
+    const ageAtFirstRequest = new Map([...this.stack.pids].map(([name, pid]) => [name, processAgeMs(pid) ?? 0]));
+    const whole = await this.compareLatency(false);
+    this.printLatency('(a) added latency, whole answers, concurrency 1', whole, (result) => result.latenciesMs);
+    const streamed = await this.compareLatency(true);
+    this.printLatency(
+      '(b) added time to first token, streamed, concurrency 1',
+      streamed,
+      (result) => result.firstTokenMs,
+    );
+
+    const roots = this.processRoots(infra.ports, mock.pid);
+    const steps = await this.rampThroughput(roots, throughputUrl);
+    const best = steps.filter((step) => step.passed).sort((a, b) => b.requestsPerSecond - a.requestsPerSecond)[0];
+    if (best) this.printBreakdown(best, roots);
+
+    this.printSummary(whole, streamed, best);
+    print(`load average at the end: ${loadAverage()}`);
+
+    if (profileDir) {
+      // Each service writes its profile as it exits.
+      await this.stack.stopServices();
+      await this.printProfiles(profileDir, ageAtFirstRequest);
+    }
+    const failed = [whole.direct, whole.gateway, streamed.direct, streamed.gateway].some((result) => result.errors > 0);
+    if (failed) process.stderr.write('some requests of the latency series failed: see the first errors above\n');
+    return failed ? 1 : 0;
+  }
+
+  /**
+   * Warm-up, then direct and gateway in alternating blocks, so that noise from elsewhere hits both
+   * alike; stops early, after whole blocks, when the time budget is spent.
+   */
+  private async compareLatency(streamed: boolean): Promise<LatencyComparison> {
+    const { settings } = this;
+    const jobs = (requests: number) => ({
+      direct: jobFor(this.direct, benchModels.latency, streamed, { concurrency: 1, requests }),
+      gateway: jobFor(this.gateway, benchModels.latency, streamed, { concurrency: 1, requests }),
+    });
+    const warmUp = jobs(settings.BENCH_WARMUP_REQUESTS);
+    for (const result of [await this.runJob(warmUp.direct), await this.runJob(warmUp.gateway)]) {
+      if (result.errors > 0) throw new Error(`the warm-up failed: ${result.firstError}`);
+    }
+    const deadline = Date.now() + settings.BENCH_LATENCY_SECONDS * 1_000;
+    const direct: LoadResult[] = [];
+    const gateway: LoadResult[] = [];
+    for (let done = 0; done < settings.BENCH_LATENCY_REQUESTS && Date.now() < deadline;) {
+      const block = jobs(Math.min(settings.BENCH_BLOCK_REQUESTS, settings.BENCH_LATENCY_REQUESTS - done));
+      direct.push(await this.runJob(block.direct));
+      gateway.push(await this.runJob(block.gateway));
+      done += block.gateway.requests!;
+    }
+    return { direct: mergeResults(direct), gateway: mergeResults(gateway) };
+  }
+
+  private printLatency(title: string, comparison: LatencyComparison, values: (result: LoadResult) => number[]): void {
+    print();
+    print(`${title}: ${comparison.gateway.requests} requests each, ms (nearest rank)`);
+    const row = (name: string, result: LoadResult) => [
+      name,
+      String(result.requests),
+      String(result.errors),
+      fixed(percentile(values(result), 50), 3),
+      fixed(percentile(values(result), 90), 3),
+      fixed(percentile(values(result), 99), 3),
+      fixed(Math.max(...values(result)), 3),
+    ];
+    const added = (p: number) =>
+      fixed(percentile(values(comparison.gateway), p) - percentile(values(comparison.direct), p), 3);
+    const lines = formatTable(
+      ['', 'requests', 'errors', 'p50', 'p90', 'p99', 'max'],
+      [
+        row('direct to the upstream', comparison.direct),
+        row('through the gateway', comparison.gateway),
+        ['added by the gateway', '', '', added(50), added(90), added(99), ''],
+      ],
+    );
+    lines.forEach((line) => print(`  ${line}`));
+    for (const [name, result] of Object.entries(comparison)) {
+      if (result.firstError) print(`  first error (${name}): ${result.firstError}`);
+    }
+  }
+
+  /** The processes whose CPU is read: the six services, the infrastructure servers found, and the helpers. */
+  private processRoots(
+    infraPorts: Record<'postgres' | 'redis' | 'kafka', number>,
+    mockPid: number,
+  ): Map<string, number> {
+    const roots = new Map<string, number>(this.stack.pids);
+    for (const [name, port] of Object.entries(infraPorts)) {
+      const pid = pidListeningOn(port);
+      if (pid !== undefined) roots.set(name, pid);
+    }
+    roots.set('mock upstream', mockPid);
+    roots.set('load generator', this.load.pid);
+    return roots;
+  }
+
+  /** Closed-loop steps of rising concurrency against the throughput model, until one fails. */
+  private async rampThroughput(roots: Map<string, number>, throughputUrl: string): Promise<ThroughputStep[]> {
+    const { settings } = this;
+    print();
+    print(
+      `(c) sustained rate through the gateway, whole answers, upstream at ${settings.BENCH_THROUGHPUT_UPSTREAM_LATENCY_MS} ms (${throughputUrl}), ` +
+        `${settings.BENCH_STEP_SECONDS} s per step; passes with p99 < ${settings.BENCH_P99_LIMIT_MS} ms and no error`,
+    );
+    const job = (concurrency: number, seconds: number) =>
+      jobFor(this.gateway, benchModels.throughput, false, { concurrency, durationMs: seconds * 1_000 });
+    // The throughput pool's connections and code paths are cold until now.
+    await this.runJob(job(settings.BENCH_STEPS[0]!, 2));
+
+    const header = ['concurrency', 'requests', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'CPU ms/req', 'RSS MB', ''];
+    const rows: string[][] = [];
+    const steps: ThroughputStep[] = [];
+    for (const concurrency of settings.BENCH_STEPS) {
+      const step = await this.throughputStep(roots, job(concurrency, settings.BENCH_STEP_SECONDS));
+      steps.push(step);
+      rows.push([
+        String(concurrency),
+        String(step.result.requests),
+        fixed(step.requestsPerSecond, 0),
+        fixed(step.p50Ms, 1),
+        fixed(step.p99Ms, 1),
+        String(step.result.errors),
+        fixed(gatewayCpuMs(step.cpuMs) / step.result.requests, 3),
+        megabytes(step.peakResident.totalBytes),
+        step.passed ? 'pass' : 'FAIL',
+      ]);
+      if (!step.passed) break;
+    }
+    formatTable(header, rows).forEach((line) => print(`  ${line}`));
+    for (const step of steps) {
+      if (step.result.firstError) print(`  first error at concurrency ${step.concurrency}: ${step.result.firstError}`);
+    }
+    return steps;
+  }
+
+  private async throughputStep(roots: Map<string, number>, job: LoadJob): Promise<ThroughputStep> {
+    const grpcBefore = await grpcCallsHandled(this.stack.metricsUrls);
+    const cpuBefore = cpuMsOfTrees(roots);
+    const peakResident = { totalBytes: 0, byService: new Map<GatewayService, number>() };
+    const sampleResident = () => {
+      const byService = new Map(gatewayServices.map((name) => [name, residentBytes(this.stack.pids.get(name)!)]));
+      const totalBytes = [...byService.values()].reduce((sum, bytes) => sum + bytes, 0);
+      if (totalBytes > peakResident.totalBytes) Object.assign(peakResident, { totalBytes, byService });
+    };
+    const sampler = setInterval(sampleResident, 250);
+    let result: LoadResult;
+    try {
+      result = await this.runJob(job);
+    } finally {
+      clearInterval(sampler);
+    }
+    sampleResident();
+    const cpuAfter = cpuMsOfTrees(roots);
+    const grpcAfter = await grpcCallsHandled(this.stack.metricsUrls);
+    const p99Ms = percentile(result.latenciesMs, 99);
+    return {
+      concurrency: job.concurrency,
+      result,
+      requestsPerSecond: (result.requests * 1_000) / result.elapsedMs,
+      p50Ms: percentile(result.latenciesMs, 50),
+      p99Ms,
+      passed: result.errors === 0 && result.requests > 0 && p99Ms < this.settings.BENCH_P99_LIMIT_MS,
+      cpuMs: new Map([...cpuAfter].map(([name, ms]) => [name, ms - (cpuBefore.get(name) ?? 0)])),
+      peakResident,
+      grpcCalls: callsBetween(grpcBefore, grpcAfter),
+    };
+  }
+
+  private printBreakdown(best: ThroughputStep, roots: Map<string, number>): void {
+    const requests = best.result.requests;
+    const seconds = best.result.elapsedMs / 1_000;
+    print();
+    print(
+      `(d, e) at the best passing step (concurrency ${best.concurrency}, ${fixed(best.requestsPerSecond, 0)} req/s, ` +
+        `${requests} requests in ${fixed(seconds, 1)} s): CPU by process (tree), RSS at the highest sum`,
+    );
+    const row = (name: string) => {
+      const cpuMs = best.cpuMs.get(name) ?? 0;
+      const resident = best.peakResident.byService.get(name as GatewayService);
+      return [
+        name,
+        fixed(cpuMs / requests, 3),
+        fixed(cpuMs / 10 / seconds, 0),
+        resident === undefined ? '' : megabytes(resident),
+      ];
+    };
+    const totalCpu = gatewayCpuMs(best.cpuMs);
+    const lines = formatTable(
+      ['process', 'CPU ms/req', 'CPU %', 'RSS MB'],
+      [
+        ...gatewayServices.map(row),
+        [
+          'six gateway processes',
+          fixed(totalCpu / requests, 3),
+          fixed(totalCpu / 10 / seconds, 0),
+          megabytes(best.peakResident.totalBytes),
+        ],
+        ...['kafka', 'redis', 'postgres'].filter((name) => roots.has(name)).map(row),
+        row('mock upstream'),
+        row('load generator'),
+      ],
+    );
+    lines.forEach((line) => print(`  ${line}`));
+    const missing = ['kafka', 'redis', 'postgres'].filter((name) => !roots.has(name));
+    if (missing.length > 0) print(`  (no process found listening for ${missing.join(', ')})`);
+    print('  CPU % is of one core; PostgreSQL, Redis and Kafka serve whatever else runs on this machine too.');
+    const calls = best.grpcCalls.reduce((sum, [, count]) => sum + count, 0);
+    print(
+      `  gRPC calls handled per request: ${fixed(calls / requests, 2)} (` +
+        best.grpcCalls.map(([method, count]) => `${method.split('.').pop()} ${fixed(count / requests, 2)}`).join(', ') +
+        ')',
+    );
+  }
+
+  private printSummary(whole: LatencyComparison, streamed: LatencyComparison, best: ThroughputStep | undefined): void {
+    const added = (comparison: LatencyComparison, values: (result: LoadResult) => number[], p: number) =>
+      percentile(values(comparison.gateway), p) - percentile(values(comparison.direct), p);
+    const latencies = (result: LoadResult) => result.latenciesMs;
+    const firstTokens = (result: LoadResult) => result.firstTokenMs;
+    const verdict = (value: number | undefined, target: number, atMost: boolean) =>
+      value === undefined || !Number.isFinite(value)
+        ? 'n/a'
+        : (atMost ? value <= target : value >= target)
+          ? 'met'
+          : 'MISSED';
+    const cpuPerRequest = best && gatewayCpuMs(best.cpuMs) / best.result.requests;
+    const residentMb = best && best.peakResident.totalBytes / (1024 * 1024);
+    const figures: [string, number | undefined, string, number, boolean, number][] = [
+      ['added latency p50 (whole answer)', added(whole, latencies, 50), 'ms', targets.addedP50Ms, true, 3],
+      ['added latency p99 (whole answer)', added(whole, latencies, 99), 'ms', targets.addedP99Ms, true, 3],
+      ['added time to first token p50', added(streamed, firstTokens, 50), 'ms', Number.NaN, true, 3],
+      ['added time to first token p99', added(streamed, firstTokens, 99), 'ms', targets.addedFirstTokenP99Ms, true, 3],
+      ['sustained rate (p99 < 1 s, no error)', best?.requestsPerSecond, 'req/s', targets.requestsPerSecond, false, 0],
+      ['CPU per request, six processes', cpuPerRequest, 'ms', targets.cpuMsPerRequest, true, 3],
+      ['RSS of the six processes at that rate', residentMb, 'MB', targets.residentMegabytes, true, 0],
+    ];
+    print();
+    print('summary');
+    formatTable(
+      ['figure', 'value', 'target', ''],
+      figures.map(([name, value, unit, target, atMost, digits]) => [
+        name,
+        value === undefined ? 'n/a' : `${fixed(value, digits)} ${unit}`,
+        Number.isNaN(target) ? '' : `${atMost ? '≤' : '≥'} ${target.toLocaleString('en-GB')} ${unit}`,
+        Number.isNaN(target) ? '' : verdict(value, target, atMost),
+      ]),
+    ).forEach((line) => print(`  ${line}`));
+  }
+
+  private async printProfiles(profileDir: string, ageAtFirstRequest: Map<GatewayService, number>): Promise<void> {
+    for (const name of gatewayServices) {
+      const summary = await summariseProfiles(join(profileDir, name), repoRoot, {
+        skipFirstMs: ageAtFirstRequest.get(name) ?? 0,
+        top: 15,
+      }).catch((error: unknown) => {
+        print(`\nprofile of ${name}: ${(error as Error).message}`);
+        return undefined;
+      });
+      if (!summary) continue;
+      const busyMs = summary.sampledMs - summary.idleMs;
+      const share = (ms: number) => `${fixed((100 * ms) / busyMs, 1)}%`;
+      print();
+      print(
+        `profile of ${name}: ${fixed(busyMs, 0)} ms busy of ${fixed(summary.sampledMs, 0)} ms sampled ` +
+          `from the first measured request to exit; self time, % of busy`,
+      );
+      formatTable(
+        ['package', 'self ms', '%'],
+        summary.packages.map((entry) => [entry.name, fixed(entry.selfMs, 0), share(entry.selfMs)]),
+      ).forEach((line) => print(`  ${line}`));
+      formatTable(
+        ['function', 'self ms', '%'],
+        summary.functions.map((entry) => [entry.name, fixed(entry.selfMs, 0), share(entry.selfMs)]),
+      ).forEach((line) => print(`  ${line}`));
+    }
+    if (this.settings.BENCH_PROFILE_DIR) print(`\nprofiles kept in ${profileDir} (open them in Chrome DevTools)`);
+  }
+}
+
+async function main(): Promise<void> {
+  const settings = readSettings();
+  const cleanup = new Cleanup();
+  const run = new Run(settings, cleanup);
+  const onSignal = () => run.stop('interrupted');
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const watchdog = setTimeout(
+    () => run.stop(`time limit of ${settings.BENCH_TIMEOUT_SECONDS} s (BENCH_TIMEOUT_SECONDS) reached`),
+    settings.BENCH_TIMEOUT_SECONDS * 1_000,
+  );
+  try {
+    process.exitCode = await run.execute();
+  } catch (error) {
+    if (run.stopReason === undefined) {
+      await run.printLogTails();
+      throw error;
+    }
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup.runAll();
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+  if (run.stopReason === 'interrupted') process.exitCode = 130;
+  else if (run.stopReason !== undefined) process.exitCode = 1;
+}
+
+void runOrExit(main)
+  .catch((error: unknown) => {
+    process.stderr.write(`gateway benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
+    process.exitCode = 1;
+  })
+  // Everything is closed by now; should a handle linger anyway, do not wait for it.
+  .finally(() => setTimeout(() => process.exit(), 2_000).unref());

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { env, readEnv } from '@gw/config';
+
+const nonNegativeInt = (fallback: number) =>
+  z.coerce
+    .number({ error: 'expected an integer, zero or more' })
+    .int('expected an integer, zero or more')
+    .nonnegative('expected an integer, zero or more')
+    .default(fallback);
+
+const schema = z.object({
+  /** The services' ports: portsFromBase of deploy/local, beside the tests' (21000) and `make up`'s. */
+  BENCH_PORT_BASE: env.port(23_000),
+  /** Requests of each of the four latency series (direct and gateway, whole and streamed). */
+  BENCH_LATENCY_REQUESTS: env.positiveInt(2_000),
+  /** Each comparison (direct and gateway, measured) stops after this long even if short of its requests. */
+  BENCH_LATENCY_SECONDS: env.positiveInt(45),
+  /** Unmeasured requests before each series. */
+  BENCH_WARMUP_REQUESTS: env.positiveInt(200),
+  /** The latency series alternate direct and gateway blocks of this size, so that noise hits both alike. */
+  BENCH_BLOCK_REQUESTS: env.positiveInt(250),
+  /** The mock upstream's latency in the latency cases, and in the throughput case. */
+  BENCH_UPSTREAM_LATENCY_MS: nonNegativeInt(0),
+  BENCH_THROUGHPUT_UPSTREAM_LATENCY_MS: nonNegativeInt(20),
+  /** Closed-loop concurrency of each throughput step. */
+  BENCH_STEPS: env.list('8,16,32,64,128,256,512').pipe(
+    z
+      .array(
+        z
+          .string()
+          .regex(/^[1-9][0-9]*$/, 'expected positive integers')
+          .transform(Number),
+      )
+      .min(1, 'expected at least one step'),
+  ),
+  BENCH_STEP_SECONDS: env.positiveInt(5),
+  /** A step passes with a p99 below this and no error. */
+  BENCH_P99_LIMIT_MS: env.positiveInt(1_000),
+  /** The whole run stops (and cleans up) after this long. */
+  BENCH_TIMEOUT_SECONDS: env.positiveInt(240),
+  BENCH_LOG_LEVEL: env.logLevel(),
+  /** 1: every service runs with --cpu-prof; the top functions and packages are printed per service. */
+  BENCH_PROFILE: z.enum(['0', '1'], { error: 'expected 0 or 1' }).default('0'),
+  /** Where to keep the .cpuprofile files (for Chrome DevTools); by default they go with the run's temporary directory. */
+  BENCH_PROFILE_DIR: z.string().min(1).optional(),
+});
+
+export type Settings = z.infer<typeof schema>;
+
+export const readSettings = (): Settings => readEnv(schema);
