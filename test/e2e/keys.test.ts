@@ -142,7 +142,9 @@ describe('API keys', () => {
       services.map((service) => counterTotal(h.metricsUrls[service]!, 'gateway_grpc_server_handled_total')),
     );
     expect(after).toEqual(before);
-    expect(before.every((count) => count > 0)).toBe(true);
+    // The counters are live: earlier requests reached quota and router (policy only sees keys whose
+    // privacy mode needs the text; the others are decided in ingress from its catalogue).
+    expect(before.slice(1).every((count) => count > 0)).toBe(true);
   });
 
   it('keeps both keys working during a rotation, and only the new one after revoking the old', async () => {
