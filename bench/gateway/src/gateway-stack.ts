@@ -16,6 +16,7 @@ import {
   waitHealthy,
 } from '@gw/local-stack';
 import type { Infra, Ports } from '@gw/local-stack';
+import { createTestCertificateAuthority } from '@gw/testing';
 import type { Cleanup } from './cleanup';
 
 /** The gateway's six services as real processes on their own ports, database and topic. */
@@ -151,6 +152,8 @@ export interface GatewayStackOptions {
   logLevel: string;
   /** Where the mock upstream's listeners are, by model. */
   upstreamUrls: Record<keyof typeof benchModels, string>;
+  /** Mutual TLS between the services (a CA made for the run, one certificate every process presents); else plaintext. */
+  grpcTls: boolean;
   /** When set, every service runs with --cpu-prof and writes its profile into <dir>/<service>. */
   profileDir?: string;
 }
@@ -224,6 +227,10 @@ export async function startGatewayStack(options: GatewayStackOptions, cleanup: C
     ADMIN_TOKEN: `gw_operator_${randomBytes(24).toString('base64url')}`,
     KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}`,
   };
+  const authority = options.grpcTls
+    ? await createTestCertificateAuthority(join(options.root, 'tls'), 'gateway bench CA')
+    : undefined;
+  const grpcTls = authority && { caFile: authority.certFile, ...(await authority.issue('gateway-bench')) };
   const specs = processSpecs({
     repoRoot: options.repoRoot,
     state,
@@ -234,6 +241,7 @@ export async function startGatewayStack(options: GatewayStackOptions, cleanup: C
     usageTopic,
     consumerGroup: `${consumerGroup}-${run}`,
     logLevel: options.logLevel,
+    grpcTls,
   })
     // The mock upstream replaces the simulated one.
     .filter((spec) => spec.name !== 'sim-upstream')

@@ -186,6 +186,7 @@ class Run {
         infra,
         logLevel: settings.BENCH_LOG_LEVEL,
         upstreamUrls: { latency: latencyUrl, throughput: throughputUrl },
+        grpcTls: settings.BENCH_GRPC_TLS === '1',
         profileDir,
       },
       cleanup,
@@ -193,7 +194,8 @@ class Run {
     this.load = await startLoadGenerator();
     cleanup.add('stop the load generator', () => this.load.stop());
     print(
-      `stack up on 127.0.0.1:${this.stack.ports.http} (logs ${this.stack.logsDir}); mock upstream at ` +
+      `stack up on 127.0.0.1:${this.stack.ports.http} (logs ${this.stack.logsDir}), gRPC between the services ` +
+        `${settings.BENCH_GRPC_TLS === '1' ? 'over mutual TLS' : 'in plaintext'}; mock upstream at ` +
         `${settings.BENCH_UPSTREAM_LATENCY_MS} ms (latency cases) and ` +
         `${settings.BENCH_THROUGHPUT_UPSTREAM_LATENCY_MS} ms (throughput case)`,
     );

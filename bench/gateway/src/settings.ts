@@ -39,6 +39,8 @@ const schema = z.object({
   /** The whole run stops (and cleans up) after this long. */
   BENCH_TIMEOUT_SECONDS: env.positiveInt(240),
   BENCH_LOG_LEVEL: env.logLevel(),
+  /** 1: mutual TLS between the services, the production path (as the end-to-end stack runs); 0: plaintext, as `make up`. */
+  BENCH_GRPC_TLS: z.enum(['0', '1'], { error: 'expected 0 or 1' }).default('1'),
   /** 1: every service runs with --cpu-prof; the top functions and packages are printed per service. */
   BENCH_PROFILE: z.enum(['0', '1'], { error: 'expected 0 or 1' }).default('0'),
   /** Where to keep the .cpuprofile files (for Chrome DevTools); by default they go with the run's temporary directory. */
