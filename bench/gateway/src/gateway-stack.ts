@@ -98,9 +98,10 @@ export async function resolveInfra(repoRoot: string, cleanup: Cleanup): Promise<
     cleanup.add('stop the infrastructure this run started', () => stopInfra(repoRoot, state));
     infra = await startInfra(repoRoot, state, { postgres: 5432, redis: 6379, kafka: 9092 });
   }
-  for (const url of [infra.databaseUrl, infra.redisUrl, `kafka://${infra.kafkaBrokers.split(',')[0]}`]) {
-    if (new URL(url).hostname !== '127.0.0.1' && new URL(url).hostname !== 'localhost') {
-      throw new Error(`the benchmark runs against loopback servers only, not ${new URL(url).host}`);
+  const kafkaUrl = `kafka://${infra.kafkaBrokers.split(',')[0]}`;
+  for (const url of [infra.databaseUrl, infra.redisUrl, kafkaUrl].map((text) => new URL(text))) {
+    if (url.hostname !== '127.0.0.1' && url.hostname !== 'localhost') {
+      throw new Error(`the benchmark runs against loopback servers only, not ${url.host}`);
     }
   }
   return {
@@ -108,7 +109,7 @@ export async function resolveInfra(repoRoot: string, cleanup: Cleanup): Promise<
     ports: {
       postgres: portOf(infra.databaseUrl, 5432),
       redis: portOf(infra.redisUrl, 6379),
-      kafka: portOf(`kafka://${infra.kafkaBrokers.split(',')[0]}`, 9092),
+      kafka: portOf(kafkaUrl, 9092),
     },
   };
 }

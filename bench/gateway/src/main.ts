@@ -206,6 +206,7 @@ class Run {
     };
     this.direct = { url: `${latencyUrl}/v1/messages`, headers: {} };
 
+    await this.waitUntilServing();
     // Profiles are read from here on: what came before is start-up.
     const ageAtFirstRequest = new Map([...this.stack.pids].map(([name, pid]) => [name, processAgeMs(pid) ?? 0]));
     const whole = await this.compareLatency(false);
@@ -233,6 +234,21 @@ class Run {
     const failed = [whole.direct, whole.gateway, streamed.direct, streamed.gateway].some((result) => result.errors > 0);
     if (failed) process.stderr.write('some requests of the latency series failed: see the first errors above\n');
     return failed ? 1 : 0;
+  }
+
+  /**
+   * Healthy is not yet serving: ingress, for one, answers 503 until policy's catalogue has reached it.
+   * One request at a time until one is answered 200, for up to 30 s.
+   */
+  private async waitUntilServing(): Promise<void> {
+    const job = jobFor(this.gateway, benchModels.latency, false, { concurrency: 1, requests: 1 });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const result = await this.runJob(job);
+      if (result.errors === 0) return;
+      if (Date.now() > deadline) throw new Error(`the gateway does not serve after 30 s: ${result.firstError}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 
   /**
