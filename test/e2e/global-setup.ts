@@ -16,6 +16,7 @@ import {
 import { createTestCertificateAuthority } from '@gw/testing';
 import type { Harness } from './harness';
 import { harnessFile } from './harness';
+import { giveBackStackLock, takeStackLock } from './stack-lock';
 
 const database = 'gateway_e2e';
 const usageTopic = 'gateway.usage.v1.e2e';
@@ -44,6 +45,7 @@ async function recreateDatabase(adminUrl: string): Promise<string> {
 
 /** Starts the six services and the simulated upstream as real processes against real infrastructure. */
 export default async function globalSetup(): Promise<void> {
+  await takeStackLock();
   const state = stateDir(join(repoRoot, '.local', 'e2e'));
   await rm(state.root, { recursive: true, force: true });
   await mkdir(state.root, { recursive: true });
@@ -78,6 +80,7 @@ export default async function globalSetup(): Promise<void> {
   } catch (error) {
     // Jest runs no teardown after a failed setup: leave nothing running.
     await stopServices({ state }, serviceNames);
+    await giveBackStackLock();
     throw error;
   }
   const authAddress = `127.0.0.1:${ports.grpc.auth}`;
