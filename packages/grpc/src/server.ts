@@ -71,19 +71,36 @@ function finish(hooks: CallHooks, method: DescMethod, context: CallContext, star
 
 const internalFailure = () => toGrpcStatus(gatewayError('api_error', internalErrorMessage));
 
-function callContext(call: { metadata: Metadata; on(event: 'cancelled', listener: () => void): unknown }): CallContext {
+interface CancellableCall {
+  metadata: Metadata;
+  on(event: 'cancelled', listener: () => void): unknown;
+  removeListener(event: 'cancelled', listener: () => void): unknown;
+}
+
+/**
+ * The handler's view of its call, and `settle()` for when the answer has gone: grpc-js reports every
+ * finished call as `cancelled` too, and aborting then would cost an abort error (with its stack) per
+ * call for nothing.
+ */
+function callContext(call: CancellableCall): { context: CallContext; settle(): void } {
   const controller = new AbortController();
-  call.on('cancelled', () => controller.abort());
+  const cancel = () => controller.abort();
+  call.on('cancelled', cancel);
   // Checked again here: not every caller is our client.
-  return { signal: controller.signal, requestId: wellFormedRequestId(call.metadata.get(requestIdMetadataKey)[0]) };
+  const context = {
+    signal: controller.signal,
+    requestId: wellFormedRequestId(call.metadata.get(requestIdMetadataKey)[0]),
+  };
+  return { context, settle: () => call.removeListener('cancelled', cancel) };
 }
 
 function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessage>, hooks: CallHooks) {
   return (call: ServerUnaryCall<MessageShape<DescMessage>, unknown>, callback: sendUnaryData<unknown>) => {
     const startedAt = process.hrtime.bigint();
-    const context = callContext(call);
+    const { context, settle } = callContext(call);
     handler(call.request, context).then(
       (result: Result<MessageInitShape<DescMessage>>) => {
+        settle();
         if (result.ok) {
           callback(null, create(method.output, result.value));
           finish(hooks, method, context, startedAt, GrpcStatus.OK);
@@ -94,6 +111,7 @@ function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessag
         }
       },
       (error: unknown) => {
+        settle();
         hooks.onFailure(error, method.name, context.requestId);
         callback(internalFailure());
         finish(hooks, method, context, startedAt, GrpcStatus.INTERNAL);
@@ -105,7 +123,7 @@ function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessag
 function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessage, DescMessage>, hooks: CallHooks) {
   return async (call: ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
     const startedAt = process.hrtime.bigint();
-    const context = callContext(call);
+    const { context, settle } = callContext(call);
     let code: number = GrpcStatus.OK;
     try {
       for await (const item of handler(call.request, context)) {
@@ -121,7 +139,10 @@ function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessa
         }
       }
       if (context.signal.aborted) code = GrpcStatus.CANCELLED;
-      else call.end();
+      else {
+        settle();
+        call.end();
+      }
     } catch (error) {
       hooks.onFailure(error, method.name, context.requestId);
       code = GrpcStatus.INTERNAL;

@@ -10,6 +10,7 @@ describe('cancelling calls with an AbortSignal', () => {
   let server: RunningGrpcServer;
   const received: string[] = [];
   let handlersCancelled = 0;
+  const finishedSignals: AbortSignal[] = [];
 
   beforeAll(async () => {
     server = await startGrpcServer({
@@ -21,6 +22,7 @@ describe('cancelling calls with an AbortSignal', () => {
         partialRegistration(policyv1.PolicyService, {
           async authorize(request, context) {
             received.push(request.model);
+            if (request.model === 'finished') finishedSignals.push(context.signal);
             if (request.model === 'hang') {
               await once(context.signal, 'abort');
               handlersCancelled += 1;
@@ -116,5 +118,17 @@ describe('cancelling calls with an AbortSignal', () => {
     await waitUntil(() => handlersCancelled === 1, { what: 'the handler to see the cancellation' });
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
     client.close();
+  });
+
+  it('leaves the signal of a call that answered alone (no abort after the fact)', async () => {
+    const client = policyClient();
+    for (let index = 0; index < 20; index += 1) {
+      expect((await client.authorize({ model: 'finished' })).ok).toBe(true);
+    }
+    client.close();
+    // grpc-js reports the finished calls as cancelled shortly after: give it the turns it needs.
+    await waitUntil(() => received.filter((model) => model === 'finished').length === 20, { what: 'the calls' });
+    for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    expect(finishedSignals.filter((signal) => signal.aborted)).toHaveLength(0);
   });
 });

@@ -205,7 +205,8 @@ export async function sendWithFailover<C extends PoolCall>(
     const upstreamRequestId = response.headers['request-id'];
     if (response.status === 200 && call.accepts(response.headers['content-type'])) {
       metrics.upstreamAttempt(pool.id, 'accepted', headersMs / 1000);
-      logger.info(
+      // The request's one info line is "completion ended"; the accepted attempt is detail.
+      logger.debug(
         { ...attemptLog, status: 200, headers_ms: headersMs, upstream_request_id: upstreamRequestId },
         'upstream accepted',
       );
