@@ -103,16 +103,36 @@ function limitsTarget(limits: Limits): DecisionTarget {
   };
 }
 
-/** What the benchmark calls; the unary and the multiplexed client both have it. */
-type QuotaCalls = Pick<ServiceClient<MethodsOf<typeof quotav1.QuotaService>>, 'acquire' | 'release'>;
+/** As limitsTarget, the way ingress admits a request: Reserve before the body, then Acquire with that lease. */
+function reservedLimitsTarget(limits: Limits): DecisionTarget {
+  return {
+    async acquire(accountId) {
+      const caller = { accountId, environment: 'live' as const, plan: plan.id, overrides: undefined };
+      const reserved = await limits.reserve(caller);
+      if (!reserved.ok) return { refused: reserved.error.type };
+      const lease = await limits.acquire(caller, reserved.value.leaseId);
+      return lease.ok ? { leaseId: lease.value.leaseId } : { refused: lease.error.type };
+    },
+    release: (accountId, leaseId) => limits.release(accountId, 'live', leaseId, billableTokens),
+  };
+}
 
-function grpcTarget(client: QuotaCalls): DecisionTarget {
+/** What the benchmark calls; the unary and the multiplexed client both have it. */
+type QuotaCalls = Pick<ServiceClient<MethodsOf<typeof quotav1.QuotaService>>, 'reserve' | 'acquire' | 'release'>;
+
+/** Over gRPC; with `reserved`, Reserve then Acquire with that lease, as ingress admits a request. */
+function grpcTarget(client: QuotaCalls, { reserved = false } = {}): DecisionTarget {
   return {
     async acquire(accountId, index) {
-      const lease = await client.acquire({
-        key: { keyId: 'key_bench', accountId, environment: commonv1.Environment.LIVE, plan: plan.id },
-        requestId: `req_bench_${index}`,
-      });
+      const key = { keyId: 'key_bench', accountId, environment: commonv1.Environment.LIVE, plan: plan.id };
+      const requestId = `req_bench_${index}`;
+      let leaseId: string | undefined;
+      if (reserved) {
+        const reservation = await client.reserve({ key, requestId });
+        if (!reservation.ok) return { refused: reservation.error.type };
+        leaseId = reservation.value.leaseId;
+      }
+      const lease = await client.acquire({ key, requestId, leaseId });
       return lease.ok ? { leaseId: lease.value.leaseId } : { refused: lease.error.type };
     },
     async release(accountId, leaseId) {
@@ -232,6 +252,7 @@ async function main(): Promise<void> {
     // (a) In this process, straight to Redis: the cost of the scripts and the client.
     const limits = new Limits(redis, new Map([[plan.id, plan]]), new UsageLedger(pool), 30_000);
     await runCases('limits (in-process)', limitsTarget(limits));
+    await runCases('limits reserved', reservedLimitsTarget(limits));
 
     // (b) Over gRPC to a real quota process: what ingress pays per request.
     if (!interrupted) {
@@ -260,6 +281,7 @@ async function main(): Promise<void> {
         });
         cleanup.add('close the multiplexed client', async () => multiplexed.close());
         await runCases('grpc multiplexed', grpcTarget(multiplexed), quota.cpuSeconds);
+        await runCases('multiplexed reserved', grpcTarget(multiplexed, { reserved: true }), quota.cpuSeconds);
       }
     }
   } finally {

@@ -60,6 +60,7 @@ class FakeQuota {
             });
         }
       },
+      reserve: async () => ok({ leaseId: 'lease_reserved' }),
       peek: async () => ok({ window: { limit: 10n, remaining: 10n }, limits: { requestsPerMinute: 10n } }),
       renew: async (request) => ok({ held: request.leaseId === 'lease_a' }),
       release: async () => ok({}),

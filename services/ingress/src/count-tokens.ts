@@ -1,18 +1,27 @@
 import { err, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
+import type { Clients } from './clients';
 import { notJsonError } from './pipeline/admit';
 import { authenticate } from './pipeline/authenticate';
-import type { CallerRequest, GatewayDeps } from './pipeline/types';
+import { reserve } from './pipeline/reserve';
+import type { Reservation } from './pipeline/reserve';
+import type { CallerRequest, GatewayDeps, PipelineClients } from './pipeline/types';
 import { windowForRefusal, windowOf } from './rate-limit';
 import { isJsonContentType, parseCountTokensBody } from './validation';
 
+/** What a token count needs of the gateway. */
+export type CountTokensDeps = Pick<
+  GatewayDeps,
+  'keys' | 'authorize' | 'leases' | 'bodyLimitFor' | 'logRequest' | 'countTokensTimeoutMs'
+> & { clients: Pick<PipelineClients, 'quota'> & { router: Pick<Clients['router'], 'countTokens'> } };
+
 /**
- * POST /v1/messages/count_tokens: the same checks as a completion (key, body, model, residency,
- * per-minute and concurrency limits), then the count from the upstream or the router's estimate.
- * Nothing is billed.
+ * POST /v1/messages/count_tokens: the same checks as a completion (key, a concurrency slot reserved
+ * before the body, body, model, residency, the per-minute window), then the count from the upstream or
+ * the router's estimate. Nothing is billed; the slot is released whatever ends the count.
  */
 export async function handleCountTokens(
-  deps: GatewayDeps,
+  deps: CountTokensDeps,
   request: CallerRequest,
   setRateLimit: (window: RateLimitWindow) => void,
 ): Promise<Result<{ input_tokens: number }>> {
@@ -20,34 +29,36 @@ export async function handleCountTokens(
   const verified = await authenticate(deps.keys, request);
   if (!verified.ok) return verified;
   const key = verified.value;
-  const refuse = async (failure: Result<never>) => {
+  const refuse = async (failure: Result<never>, reservation?: Reservation) => {
     if (failure.ok) return failure;
-    const window = await windowForRefusal(clients.quota, key, failure.error, request.requestId);
+    const window = await windowForRefusal(clients.quota, key, failure.error, request.requestId, reservation?.window);
     if (window) setRateLimit(window);
     return failure;
   };
-  if (!isJson(request)) {
+  const reserved = await reserve(clients.quota, key, request.requestId);
+  if (!reserved.ok) {
     request.discardBody();
-    return refuse(err(notJsonError()));
+    return refuse(reserved);
   }
-  const raw = await request.readBody(deps.bodyLimitFor(key.plan));
-  if (!raw.ok) return refuse(raw);
-  const body = parseCountTokensBody(raw.value);
-  if (!body.ok) return refuse(body);
-  const authorized = await deps.authorize(key, body.value.model, raw.value, request.requestId);
-  if (!authorized.ok) return refuse(authorized);
-  const admitted = await clients.quota.acquire({ key, requestId: request.requestId }, { requestId: request.requestId });
-  if (!admitted.ok) return refuse(admitted);
-  setRateLimit(windowOf(admitted.value.window!));
-  const lease = deps.leases.hold(
-    {
-      accountId: key.accountId,
-      environment: key.environment,
-      leaseId: admitted.value.leaseId,
-    },
-    Number(admitted.value.leaseTtlMs),
-  );
+  const reservation = reserved.value;
+  const lease = deps.leases.hold(reservation.lease, reservation.leaseTtlMs);
   try {
+    if (!isJson(request)) {
+      request.discardBody();
+      return await refuse(err(notJsonError()), reservation);
+    }
+    const raw = await request.readBody(deps.bodyLimitFor(key.plan));
+    if (!raw.ok) return await refuse(raw, reservation);
+    const body = parseCountTokensBody(raw.value);
+    if (!body.ok) return await refuse(body, reservation);
+    const authorized = await deps.authorize(key, body.value.model, raw.value, request.requestId);
+    if (!authorized.ok) return await refuse(authorized, reservation);
+    const admitted = await clients.quota.acquire(
+      { key, requestId: request.requestId, leaseId: reservation.lease.leaseId },
+      { requestId: request.requestId },
+    );
+    if (!admitted.ok) return await refuse(admitted, reservation);
+    setRateLimit(windowOf(admitted.value.window!));
     const counted = await clients.router.countTokens(
       {
         requestId: request.requestId,
@@ -59,7 +70,8 @@ export async function handleCountTokens(
       },
       { signal: request.signal, requestId: request.requestId, timeoutMs: deps.countTokensTimeoutMs },
     );
-    if (!counted.ok) return refuse(counted);
+    // The admitted window is in the headers already.
+    if (!counted.ok) return counted;
     deps.logRequest({
       request_id: request.requestId,
       key_id: key.keyId,

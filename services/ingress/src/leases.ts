@@ -8,7 +8,7 @@ export interface LeaseRef {
   leaseId: string;
 }
 
-/** The two quota calls a lease needs after admission. */
+/** The two quota calls a lease needs once it is reserved. */
 export interface LeaseCalls {
   renew(ref: LeaseRef): Promise<Result<{ held: boolean }>>;
   release(ref: LeaseRef & { billableTokens: bigint }): Promise<Result<unknown>>;
@@ -47,9 +47,9 @@ interface Held {
 }
 
 /**
- * Keeps the concurrency leases of this ingress's running requests alive with one timer for all of
- * them (a request needs none of its own), and releases them with retries so that no request's tokens
- * silently miss the allowance counter.
+ * Keeps the concurrency leases of this ingress's requests alive with one timer for all of them (a
+ * request needs none of its own), from the reservation on, while a body may still be arriving, and
+ * releases them with retries so that no request's tokens silently miss the allowance counter.
  */
 export class LeaseKeeper {
   private readonly held = new Set<Held>();

@@ -1,10 +1,12 @@
 import { gatewayError, internalErrorMessage } from '@gw/errors';
-import type { GatewayError } from '@gw/errors';
+import type { GatewayError, RateLimitWindow } from '@gw/errors';
 import type { commonv1 } from '@gw/proto';
 import { admit } from './pipeline/admit';
 import { authenticate } from './pipeline/authenticate';
 import { newRelayState, relay } from './pipeline/relay';
+import { reserve } from './pipeline/reserve';
 import { settle } from './pipeline/settle';
+import type { Admission } from './pipeline/admit';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './pipeline/types';
 import { windowForRefusal } from './rate-limit';
 
@@ -20,7 +22,7 @@ export function privacyFlagsHeader(counts: Record<string, number>): string {
 
 /**
  * Every answer to a verified key says where the caller stands in its per-minute window: the window a
- * limits refusal carries, or a look that charges nothing.
+ * limits refusal carries, the one its reservation read, or a look that charges nothing.
  */
 export async function refuseVerified(
   deps: Pick<MessagesDeps, 'clients'>,
@@ -28,17 +30,20 @@ export async function refuseVerified(
   key: commonv1.KeyContext,
   error: GatewayError,
   requestId: string,
+  reservedWindow?: RateLimitWindow,
 ): Promise<void> {
-  const window = await windowForRefusal(deps.clients.quota, key, error, requestId);
+  const window = await windowForRefusal(deps.clients.quota, key, error, requestId, reservedWindow);
   if (window) sink.setRateLimit(window);
   sink.fail(error);
 }
 
 /**
- * POST /v1/messages in four stages: authenticate (key, address), admit (body, policy, billing, limits),
- * relay (the router's events to the client) and settle (lease, usage event, the end of the answer,
- * the log line). Nothing is sent upstream before admission, a refusal consumes nothing, and once a
- * lease is held settling runs whatever ends the request, an exception included.
+ * POST /v1/messages in five stages: authenticate (key, address), reserve (a concurrency slot, before
+ * the body), admit (body, policy, billing, the other limits), relay (the router's events to the client)
+ * and settle (lease, usage event, the end of the answer, the log line). Nothing is sent upstream before
+ * admission, a refusal consumes no per-minute slot and no allowance, and the reserved lease is released
+ * whatever ends the request: with 0 tokens by a refusal or an exception before the relay, else by
+ * settling, which runs whatever ends the relay.
  */
 export async function handleMessages(deps: MessagesDeps, request: CallerRequest, sink: ResponseSink): Promise<void> {
   const startedAt = Date.now();
@@ -61,36 +66,62 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
   // From here on, a revocation of the key ends this request wherever it is.
   const registration = deps.inFlight.register(key.keyId);
   try {
-    const admitted = await admit(deps, request, key);
-    if (!admitted.ok) {
-      await refuseVerified(deps, sink, key, admitted.error, request.requestId);
-      return refused(admitted.error, ids);
+    const reserved = await reserve(deps.clients.quota, key, request.requestId);
+    if (!reserved.ok) {
+      request.discardBody();
+      await refuseVerified(deps, sink, key, reserved.error, request.requestId);
+      return refused(reserved.error, ids);
     }
-    const admission = admitted.value;
-    const lease = deps.leases.hold(admission.lease, admission.leaseTtlMs);
-    const state = newRelayState();
-    let gatewayFailed = false;
+    const reservation = reserved.value;
+    const lease = deps.leases.hold(reservation.lease, reservation.leaseTtlMs);
     try {
-      sink.setRateLimit(admission.window);
-      if (admission.privacyFlags) {
-        sink.setPrivacyFlags(privacyFlagsHeader(admission.privacyFlags));
-        deps.countPrivacyFlags(admission.privacyFlags);
+      const admitted = await admit(deps, request, key, reservation);
+      if (!admitted.ok) {
+        // Released before the answer, so that a client retrying at once finds its slot free.
+        lease.release(0n);
+        await refuseVerified(deps, sink, key, admitted.error, request.requestId, reservation.window);
+        return refused(admitted.error, ids);
       }
-      await relay(deps, request, sink, admission, registration.signal, state);
-    } catch (error) {
-      gatewayFailed = true;
-      state.failure = gatewayError('api_error', internalErrorMessage);
-      deps.logFailure(error, { request_id: request.requestId, ...ids, stage: 'relay' });
+      await relayAndSettle(deps, request, sink, admitted.value, lease.release, registration.signal, startedAt);
     } finally {
-      await settle(deps, request, sink, {
-        admission,
-        state,
-        releaseLease: lease.release,
-        gatewayFailed,
-        startedAt,
-      });
+      // A no-op once released above or by settling; after an exception in admission it frees the slot,
+      // which the keeper would otherwise renew for as long as the process lives.
+      lease.release(0n);
     }
   } finally {
     registration.unregister();
+  }
+}
+
+/** Stages 4 and 5: settling runs whatever ends the relay, an exception in the gateway's own code included. */
+async function relayAndSettle(
+  deps: MessagesDeps,
+  request: CallerRequest,
+  sink: ResponseSink,
+  admission: Admission,
+  releaseLease: (billableTokens: bigint) => void,
+  keyStopped: AbortSignal,
+  startedAt: number,
+): Promise<void> {
+  const state = newRelayState();
+  let gatewayFailed = false;
+  try {
+    sink.setRateLimit(admission.window);
+    if (admission.privacyFlags) {
+      sink.setPrivacyFlags(privacyFlagsHeader(admission.privacyFlags));
+      deps.countPrivacyFlags(admission.privacyFlags);
+    }
+    await relay(deps, request, sink, admission, keyStopped, state);
+  } catch (error) {
+    gatewayFailed = true;
+    state.failure = gatewayError('api_error', internalErrorMessage);
+    deps.logFailure(error, {
+      request_id: request.requestId,
+      key_id: admission.key.keyId,
+      account_id: admission.key.accountId,
+      stage: 'relay',
+    });
+  } finally {
+    await settle(deps, request, sink, { admission, state, releaseLease, gatewayFailed, startedAt });
   }
 }

@@ -12,15 +12,19 @@ export function windowOf(message: { limit: bigint; remaining: bigint; resetUnixM
 
 /**
  * The caller's window for a response that was not admitted by the limits: the one a limits refusal
- * carries, or a look that charges nothing. Undefined when the limits cannot be reached.
+ * carries, else the one its reservation read (while that window is still current), else a look that
+ * charges nothing. Undefined when the limits cannot be reached.
  */
 export async function windowForRefusal(
   quota: Pick<Clients['quota'], 'peek'>,
   key: commonv1.KeyContext,
   error: GatewayError,
   requestId?: string,
+  reserved?: RateLimitWindow,
 ): Promise<RateLimitWindow | undefined> {
   if (error.rateLimit) return error.rateLimit;
+  // A slow upload may outlast the minute its reservation saw; then only a look tells the new one.
+  if (reserved && reserved.resetUnixMs > Date.now()) return reserved;
   const peeked = await quota.peek({ key }, { requestId });
   return peeked.ok && peeked.value.window ? windowOf(peeked.value.window) : undefined;
 }

@@ -6,7 +6,16 @@ import type { PlanConfig } from '@gw/config';
 import type { commonv1 } from '@gw/proto';
 import { billingPeriod, effectiveLimits } from './effective-limits';
 import type { EffectiveLimits } from './effective-limits';
-import { acquireScript, admission, peekScript, rebuildScript, releaseScript, renewScript } from './scripts';
+import {
+  acquireReservedScript,
+  acquireScript,
+  admission,
+  peekScript,
+  rebuildScript,
+  releaseScript,
+  renewScript,
+  reserveScript,
+} from './scripts';
 
 export type Environment = 'live' | 'test';
 
@@ -24,9 +33,11 @@ export interface Lease {
   limits: EffectiveLimits;
 }
 
-type Reply = [number, number, number, number];
+/** outcome, window count, window reset ms (and, from the acquire scripts, tokens used). */
+type Reply = [number, number, number, ...number[]];
 
 interface LimitScripts {
+  gwReserve(rpmKey: string, inflightKey: string, concurrency: number, leaseId: string, ttlMs: number): Promise<Reply>;
   gwAcquire(
     rpmKey: string,
     inflightKey: string,
@@ -35,6 +46,16 @@ interface LimitScripts {
     concurrency: number,
     leaseId: string,
     ttlMs: number,
+    allowance: number,
+    ceiling: number,
+    overage: number,
+  ): Promise<Reply>;
+  gwAcquireReserved(
+    rpmKey: string,
+    inflightKey: string,
+    tokensKey: string,
+    rpm: number,
+    leaseId: string,
     allowance: number,
     ceiling: number,
     overage: number,
@@ -88,7 +109,9 @@ export class Limits {
     readonly leaseTtlMs: number,
     private readonly now: () => Date = () => new Date(),
   ) {
+    redis.defineCommand('gwReserve', { numberOfKeys: 2, lua: reserveScript });
     redis.defineCommand('gwAcquire', { numberOfKeys: 3, lua: acquireScript });
+    redis.defineCommand('gwAcquireReserved', { numberOfKeys: 3, lua: acquireReservedScript });
     redis.defineCommand('gwPeek', { numberOfKeys: 1, lua: peekScript });
     redis.defineCommand('gwRenew', { numberOfKeys: 1, lua: renewScript });
     redis.defineCommand('gwRelease', { numberOfKeys: 3, lua: releaseScript });
@@ -102,27 +125,66 @@ export class Limits {
     return ok(effectiveLimits(plan, caller.overrides));
   }
 
-  async acquire(caller: Caller): Promise<Result<Lease>> {
+  /**
+   * Takes a concurrency lease for a request whose body has not been read yet, charging nothing else;
+   * acquire(caller, leaseId) admits it later. The window is read, not charged.
+   */
+  async reserve(caller: Caller): Promise<Result<Lease>> {
+    const limits = this.limitsOf(caller);
+    if (!limits.ok) return limits;
+    const keys = keysOf(caller.accountId, caller.environment, '');
+    const leaseId = randomUUID();
+    try {
+      const reply = await this.scripts.gwReserve(
+        keys.rpm,
+        keys.inflight,
+        limits.value.concurrency,
+        leaseId,
+        this.leaseTtlMs,
+      );
+      return this.decide(reply, limits.value, leaseId);
+    } catch {
+      return err(unavailable());
+    }
+  }
+
+  /**
+   * Admits a request: charges the per-minute window and checks the allowance (and, without a reserved
+   * lease, the concurrency, taking a new lease). A refusal charges nothing, and frees a reserved lease.
+   */
+  async acquire(caller: Caller, reservedLeaseId?: string): Promise<Result<Lease>> {
     const limits = this.limitsOf(caller);
     if (!limits.ok) return limits;
     const period = billingPeriod(this.now());
     const keys = keysOf(caller.accountId, caller.environment, period.key);
-    const leaseId = randomUUID();
+    const leaseId = reservedLeaseId ?? randomUUID();
     // Test traffic is limited per minute and by concurrency, but never touches the allowance.
-    const counted = caller.environment === 'live';
+    const allowance = caller.environment === 'live' ? limits.value.monthlyTokens : -1;
+    const overage = limits.value.overage ? 1 : 0;
     const run = () =>
-      this.scripts.gwAcquire(
-        keys.rpm,
-        keys.inflight,
-        keys.tokens,
-        limits.value.requestsPerMinute,
-        limits.value.concurrency,
-        leaseId,
-        this.leaseTtlMs,
-        counted ? limits.value.monthlyTokens : -1,
-        limits.value.hardCeilingTokens,
-        limits.value.overage ? 1 : 0,
-      );
+      reservedLeaseId === undefined
+        ? this.scripts.gwAcquire(
+            keys.rpm,
+            keys.inflight,
+            keys.tokens,
+            limits.value.requestsPerMinute,
+            limits.value.concurrency,
+            leaseId,
+            this.leaseTtlMs,
+            allowance,
+            limits.value.hardCeilingTokens,
+            overage,
+          )
+        : this.scripts.gwAcquireReserved(
+            keys.rpm,
+            keys.inflight,
+            keys.tokens,
+            limits.value.requestsPerMinute,
+            leaseId,
+            allowance,
+            limits.value.hardCeilingTokens,
+            overage,
+          );
     let reply: Reply;
     try {
       reply = await run();
@@ -205,6 +267,14 @@ export class Limits {
           gatewayError(
             'quota_exceeded',
             `The hard ceiling of ${limits.hardCeilingTokens} tokens for this billing period is reached. Upgrade the plan or wait for the next billing period.`,
+          ),
+        );
+      case admission.leaseLapsed:
+        return refuse(
+          gatewayError(
+            'overloaded_error',
+            "The request's concurrency slot lapsed before it was admitted. Retry with exponential backoff.",
+            { retryAfterMs: 1000 },
           ),
         );
       default:

@@ -4,7 +4,7 @@
  * Redis server, never the caller, so replicas with skewed clocks agree.
  */
 
-/** Outcomes of the acquire script. */
+/** Outcomes of the reserve and acquire scripts. */
 export const admission = {
   admitted: 1,
   perMinuteFull: 2,
@@ -13,36 +13,28 @@ export const admission = {
   ceilingReached: 5,
   /** The allowance counter is missing (Redis flushed or replaced): rebuild it, then ask again. */
   allowanceUnknown: 6,
+  /** The reserved lease expired (its renewals stopped reaching quota) before the request was admitted. */
+  leaseLapsed: 7,
 } as const;
 
-/**
- * KEYS[1] per-minute window (hash: w = window index, n = count), KEYS[2] in-flight leases (zset: member
- * lease id, score expiry ms), KEYS[3] weighted tokens used in the billing period (string).
- * ARGV: rpm limit, concurrency limit, lease id, lease ttl ms, allowance (-1: not counted, as for test
- * keys), hard ceiling, overage (1 or 0).
- * Concurrency and allowance are checked first; the per-minute window is charged only on admission,
- * so a refused request consumes nothing.
- * Returns {outcome, window count, window reset ms, tokens used}.
- */
-export const acquireScript = `
+/** The server's time, and the position in the per-minute window KEYS[1] (hash: w = window index, n = count). */
+const windowPosition = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = math.floor(now / 60000)
 local reset = (window + 1) * 60000
-local rpm = tonumber(ARGV[1])
-local concurrency = tonumber(ARGV[2])
-local ttl = tonumber(ARGV[4])
-local allowance = tonumber(ARGV[5])
-local ceiling = tonumber(ARGV[6])
-local overage = ARGV[7] == '1'
 local count = 0
 if tonumber(redis.call('HGET', KEYS[1], 'w')) == window then
   count = tonumber(redis.call('HGET', KEYS[1], 'n')) or 0
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if redis.call('ZCARD', KEYS[2]) >= concurrency then
-  return {3, count, reset, 0}
-end
+`;
+
+/**
+ * The allowance (KEYS[3], weighted tokens used in the billing period; skipped when allowance is -1, as
+ * for test keys), then the per-minute window, which is charged only when both pass. Needs the locals
+ * rpm, allowance, ceiling, overage and refuse(outcome, used); leaves used for the reply.
+ */
+const checkAllowanceAndChargeWindow = `
 local used = 0
 if allowance >= 0 then
   local stored = redis.call('GET', KEYS[3])
@@ -51,33 +43,96 @@ if allowance >= 0 then
   end
   used = tonumber(stored)
   if used >= ceiling then
-    return {5, count, reset, used}
+    return refuse(5, used)
   end
   if (not overage) and used >= allowance then
-    return {4, count, reset, used}
+    return refuse(4, used)
   end
 end
 if count >= rpm then
-  return {2, count, reset, used}
+  return refuse(2, used)
 end
 count = count + 1
 redis.call('HSET', KEYS[1], 'w', window, 'n', count)
 redis.call('PEXPIREAT', KEYS[1], reset + 1000)
+`;
+
+/**
+ * KEYS[1] per-minute window, KEYS[2] in-flight leases (zset: member lease id, score expiry ms).
+ * ARGV: concurrency limit, lease id, lease ttl ms.
+ * Takes a lease unless the account is at its concurrency; reads the window without charging it.
+ * Returns {outcome, window count, window reset ms}.
+ */
+export const reserveScript = `${windowPosition}
+local concurrency = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= concurrency then
+  return {3, count, reset}
+end
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ttl * 2)
+return {1, count, reset}
+`;
+
+/**
+ * KEYS[1] per-minute window, KEYS[2] in-flight leases, KEYS[3] weighted tokens used in the billing
+ * period (string).
+ * ARGV: rpm limit, concurrency limit, lease id, lease ttl ms, allowance (-1: not counted, as for test
+ * keys), hard ceiling, overage (1 or 0).
+ * Concurrency and allowance are checked first; the per-minute window is charged only on admission,
+ * so a refused request consumes nothing.
+ * Returns {outcome, window count, window reset ms, tokens used}.
+ */
+export const acquireScript = `${windowPosition}
+local rpm = tonumber(ARGV[1])
+local concurrency = tonumber(ARGV[2])
+local ttl = tonumber(ARGV[4])
+local allowance = tonumber(ARGV[5])
+local ceiling = tonumber(ARGV[6])
+local overage = ARGV[7] == '1'
+local function refuse(outcome, used)
+  return {outcome, count, reset, used}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= concurrency then
+  return refuse(3, 0)
+end
+${checkAllowanceAndChargeWindow}
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ttl * 2)
 return {1, count, reset, used}
 `;
 
-/** KEYS[1] per-minute window. Returns {window count, window reset ms} without charging anything. */
-export const peekScript = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = math.floor(now / 60000)
-local count = 0
-if tonumber(redis.call('HGET', KEYS[1], 'w')) == window then
-  count = tonumber(redis.call('HGET', KEYS[1], 'n')) or 0
+/**
+ * Acquire for a lease taken by the reserve script: the concurrency was decided then.
+ * KEYS as the acquire script. ARGV: rpm limit, lease id, allowance (-1: not counted), hard ceiling,
+ * overage (1 or 0).
+ * A refusal frees the lease in the same step, so a refused request never holds a slot after its
+ * answer whatever its caller does next (its release is then a no-op). A lease that is no longer held
+ * is refused without being brought back: it may have been released or swept away already.
+ * Returns {outcome, window count, window reset ms, tokens used}.
+ */
+export const acquireReservedScript = `${windowPosition}
+local rpm = tonumber(ARGV[1])
+local allowance = tonumber(ARGV[3])
+local ceiling = tonumber(ARGV[4])
+local overage = ARGV[5] == '1'
+local function refuse(outcome, used)
+  redis.call('ZREM', KEYS[2], ARGV[2])
+  return {outcome, count, reset, used}
 end
-return {count, (window + 1) * 60000}
+local expiry = redis.call('ZSCORE', KEYS[2], ARGV[2])
+if not expiry or tonumber(expiry) <= now then
+  return refuse(7, 0)
+end
+${checkAllowanceAndChargeWindow}
+return {1, count, reset, used}
+`;
+
+/** KEYS[1] per-minute window. Returns {window count, window reset ms} without charging anything. */
+export const peekScript = `${windowPosition}
+return {count, reset}
 `;
 
 /**

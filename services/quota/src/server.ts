@@ -3,7 +3,7 @@ import { commonv1, quotav1 } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { EffectiveLimits } from './effective-limits';
-import type { Caller, Environment, Limits } from './limits';
+import type { Caller, Environment, Lease, Limits } from './limits';
 
 function environmentOf(value: commonv1.Environment): Result<Environment> {
   if (value === commonv1.Environment.LIVE) return ok('live');
@@ -45,18 +45,23 @@ const unavailable = () =>
   );
 
 export function quotaService(limits: Limits) {
+  const leaseMessage = (lease: Lease) => ({
+    leaseId: lease.leaseId,
+    leaseTtlMs: BigInt(limits.leaseTtlMs),
+    window: windowMessage(lease.window),
+  });
   return registration(quotav1.QuotaService, {
+    async reserve(request) {
+      const caller = callerOf(request.key);
+      if (!caller.ok) return caller;
+      const lease = await limits.reserve(caller.value);
+      return lease.ok ? ok(leaseMessage(lease.value)) : lease;
+    },
     async acquire(request) {
       const caller = callerOf(request.key);
       if (!caller.ok) return caller;
-      const lease = await limits.acquire(caller.value);
-      if (!lease.ok) return lease;
-      return ok({
-        leaseId: lease.value.leaseId,
-        leaseTtlMs: BigInt(limits.leaseTtlMs),
-        window: windowMessage(lease.value.window),
-        limits: limitsMessage(lease.value.limits),
-      });
+      const lease = await limits.acquire(caller.value, request.leaseId);
+      return lease.ok ? ok({ ...leaseMessage(lease.value), limits: limitsMessage(lease.value.limits) }) : lease;
     },
     async peek(request) {
       const caller = callerOf(request.key);

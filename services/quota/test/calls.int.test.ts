@@ -91,6 +91,38 @@ describe('QuotaService over its multiplexed Calls stream, against real Redis', (
     expect(await multiplexed.renew(ref)).toEqual({ ok: true, value: expect.objectContaining({ held: false }) });
   });
 
+  it('reserves a lease, then admits it with Acquire and its lease_id, over the stream', async () => {
+    const accountId = `acct_${randomUUID()}`;
+    const reserved = await multiplexed.reserve({ key: keyOf(accountId), requestId: 'req_reserved' });
+    if (!reserved.ok) throw new Error(reserved.error.message);
+    expect(reserved.value.window?.remaining).toBe(1000n);
+    expect(reserved.value.leaseTtlMs).toBe(30_000n);
+
+    const admitted = await multiplexed.acquire({
+      key: keyOf(accountId),
+      requestId: 'req_reserved',
+      leaseId: reserved.value.leaseId,
+    });
+    expect(admitted).toEqual({
+      ok: true,
+      value: expect.objectContaining({
+        leaseId: reserved.value.leaseId,
+        window: expect.objectContaining({ remaining: 999n }),
+      }),
+    });
+    await multiplexed.reserve({ key: keyOf(accountId), requestId: 'req_second' });
+    const refused = await multiplexed.reserve({ key: keyOf(accountId), requestId: 'req_third' });
+    expect(refused).toEqual({
+      ok: false,
+      error: expect.objectContaining({
+        type: 'rate_limit_error',
+        retryAfterMs: 1000,
+        rateLimit: expect.objectContaining({ remaining: 999 }),
+      }),
+    });
+    expect(await unary.reserve({ key: keyOf(accountId), requestId: 'req_third' })).toEqual(refused);
+  });
+
   it('refuses as the unary path does, window and all', async () => {
     const accountId = `acct_${randomUUID()}`;
     for (let slot = 0; slot < plan.limits.concurrency; slot += 1) {

@@ -284,4 +284,50 @@ describe('Limits on a real three-master Redis Cluster', () => {
       if (who.environment === 'live') expect(await redis!.get(keysOf(who).tokens)).toBe(String(stat.admitted));
     }
   });
+
+  it('reserves, admits and frees reserved leases on every master, never holding more than the concurrency', async () => {
+    const limit = plan.limits.concurrency;
+    const accounts = Array.from({ length: 9 }, (_, index) =>
+      caller({
+        environment: index % 3 === 0 ? 'test' : 'live',
+        overrides: overrides({ concurrency: BigInt(limit), overage: true }),
+      }),
+    );
+    const stats = new Map(accounts.map((who) => [who, { inFlight: 0, most: 0, admitted: 0, refused: 0 }]));
+    const worker = async (who: Caller) => {
+      const stat = stats.get(who)!;
+      for (let attempt = 0; attempt < 12; attempt += 1) {
+        const reserved = await limits.reserve(who);
+        if (!reserved.ok) {
+          expect(reserved.error).toEqual(
+            expect.objectContaining({ type: 'rate_limit_error', message: expect.stringMatching(/concurrent/) }),
+          );
+          stat.refused += 1;
+          await sleep(1 + Math.random() * 3);
+          continue;
+        }
+        stat.inFlight += 1;
+        stat.most = Math.max(stat.most, stat.inFlight);
+        // The body arrives: the reserved lease already counts.
+        await sleep(1 + Math.random() * 4);
+        leaseOf(await limits.acquire(who, reserved.value.leaseId));
+        stat.admitted += 1;
+        await sleep(1 + Math.random() * 4);
+        stat.inFlight -= 1;
+        await limits.release(who.accountId, who.environment, reserved.value.leaseId, 1);
+      }
+    };
+    await awayFromMinuteBoundary();
+    await Promise.all(accounts.flatMap((who) => Array.from({ length: 4 * limit }, () => worker(who))));
+    for (const who of accounts) {
+      const stat = stats.get(who)!;
+      expect(stat.most).toBe(limit);
+      expect(stat.refused).toBeGreaterThan(0);
+      expect(await redis!.zcard(keysOf(who).inflight)).toBe(0);
+      // Only admissions took a per-minute slot, never the reservations refused or granted.
+      const peeked = await limits.peek(who);
+      expect(peeked.ok && peeked.value.window.remaining).toBe(generous.limits.requestsPerMinute - stat.admitted);
+      if (who.environment === 'live') expect(await redis!.get(keysOf(who).tokens)).toBe(String(stat.admitted));
+    }
+  });
 });

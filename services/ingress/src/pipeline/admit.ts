@@ -2,13 +2,13 @@ import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
 import type { quotav1 } from '@gw/proto';
-import type { LeaseRef } from '../leases';
 import { windowOf } from '../rate-limit';
 import type { Restoration } from '../restoration';
 import { isJsonContentType, parseMessagesBody } from '../validation';
+import type { Reservation } from './reserve';
 import type { Authorization, CallerRequest, MessagesDeps } from './types';
 
-/** What an admitted request carries into the relay: everything checked, a concurrency slot held. */
+/** What an admitted request carries into the relay: everything checked and charged. */
 export interface Admission {
   key: commonv1.KeyContext;
   model: string;
@@ -18,9 +18,7 @@ export interface Admission {
   /** The body to send upstream: the caller's, or the one the privacy mode produced. */
   body: Uint8Array;
   pools: Authorization['pools'];
-  lease: LeaseRef;
-  /** How long quota keeps the lease after each renewal. */
-  leaseTtlMs: number;
+  /** The per-minute window, this request counted in it. */
   window: RateLimitWindow;
   limits: quotav1.EffectiveLimits | undefined;
   /** Mode `tokenise`: how to put the originals back into the completion. */
@@ -38,14 +36,17 @@ export const notJsonError = () =>
   gatewayError('invalid_request_error', 'Content-Type must be application/json; the body is JSON.');
 
 /**
- * Stage 2, for a verified key: media type and body (413/400), policy (404/403/422), billing
- * availability (503), then the limits (429), in that order. Nothing is sent upstream and nothing is
- * consumed until every check has passed; the one thing a success holds is the concurrency lease.
+ * Stage 3, for a verified key holding a reserved slot: media type and body (413/400), policy
+ * (404/403/422), billing availability (503), then the limits for the reserved lease (429), in that
+ * order. Nothing is sent upstream and no per-minute slot or allowance is consumed until every check has
+ * passed. The caller releases the reserved lease after any refusal (quota has freed it already when it
+ * refused the Acquire itself, but a lost reply leaves that unknown).
  */
 export async function admit(
   deps: MessagesDeps,
   request: CallerRequest,
   key: commonv1.KeyContext,
+  reservation: Reservation,
 ): Promise<Result<Admission>> {
   if (!isJsonContentType(request.contentType)) {
     request.discardBody();
@@ -64,7 +65,7 @@ export async function admit(
   if (live && deps.billingUnavailable()) return err(billingUnavailableError());
 
   const admitted = await deps.clients.quota.acquire(
-    { key, requestId: request.requestId },
+    { key, requestId: request.requestId, leaseId: reservation.lease.leaseId },
     { requestId: request.requestId },
   );
   if (!admitted.ok) return admitted;
@@ -76,8 +77,6 @@ export async function admit(
     live,
     body: decision.bodyJson ?? raw.value,
     pools: decision.pools,
-    lease: { accountId: key.accountId, environment: key.environment, leaseId: admitted.value.leaseId },
-    leaseTtlMs: Number(admitted.value.leaseTtlMs),
     window: windowOf(admitted.value.window!),
     limits: admitted.value.limits,
     restoration:

@@ -66,7 +66,7 @@ function observeUsage(state: RelayState, event: string, data: string): void {
 }
 
 /**
- * Stage 3: the router's events to the client. A streamed answer is written event by event (through the
+ * Stage 4: the router's events to the client. A streamed answer is written event by event (through the
  * privacy restorer in mode `tokenise`); `message_stop` and a whole answer are held for settling. The
  * upstream call ends when the client goes away or the key stops working (revocation, `expires_at`).
  */

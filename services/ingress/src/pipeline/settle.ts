@@ -54,7 +54,7 @@ export interface SettleInput {
 }
 
 /**
- * Stage 4, run whatever ended the request (success, client gone, upstream error, key stopped, an
+ * Stage 5, run whatever ended the request (success, client gone, upstream error, key stopped, an
  * exception in the relay): the lease is released with the tokens consumed, the usage event is made
  * durable, and only then does the client get the end of its answer, so that no completed answer's
  * usage can be lost. Never throws.

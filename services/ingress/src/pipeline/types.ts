@@ -64,7 +64,7 @@ export type Authorize = (
 
 /** The quota and router calls of the request path; the gRPC clients, or fakes in tests. */
 export interface PipelineClients {
-  quota: Pick<Clients['quota'], 'acquire' | 'peek'>;
+  quota: Pick<Clients['quota'], 'reserve' | 'acquire' | 'peek'>;
   router: Pick<Clients['router'], 'complete'>;
 }
 

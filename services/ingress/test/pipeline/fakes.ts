@@ -15,7 +15,15 @@ export const liveKey = create(commonv1.KeyContextSchema, {
   plan: 'pro',
 });
 
-export const window: RateLimitWindow = { limit: 100, remaining: 99, resetUnixMs: Date.UTC(2026, 0, 1) };
+/** The fake quota's window: never rolled over while a test runs. */
+export const window: RateLimitWindow = { limit: 100, remaining: 99, resetUnixMs: Date.UTC(2100, 0, 1) };
+const windowMessage = (remaining: number) => ({
+  limit: BigInt(window.limit),
+  remaining: BigInt(remaining),
+  resetUnixMs: BigInt(window.resetUnixMs),
+});
+/** What each quota call answers, told apart by the remaining count. */
+export const remainingOf = { reserve: 100, acquire: 99, peek: 98 } as const;
 
 type RouterEvent = MessageInitShape<typeof routerv1.CompleteResponseSchema>;
 
@@ -113,6 +121,10 @@ export class FakeSink implements ResponseSink {
 
 export interface Fakes {
   deps: MessagesDeps;
+  /** Quota calls in order: `reserve`, `acquire <lease id or "new">`, `peek`. */
+  quotaCalls: string[];
+  /** Leases handed to the keeper. */
+  held: string[];
   released: { leaseId: string; billableTokens: bigint }[];
   usage: UsageEventInit[];
   /** Order of release and usage against client writes. */
@@ -124,6 +136,7 @@ export interface Fakes {
 export interface FakeOptions {
   verify?: Result<commonv1.KeyContext>;
   authorize?: Result<MessageInitShape<typeof policyv1.AuthorizeResponseSchema>>;
+  reserve?: Result<MessageInitShape<typeof quotav1.ReserveResponseSchema>>;
   acquire?: Result<MessageInitShape<typeof quotav1.AcquireResponseSchema>>;
   router?: RouterScript;
   sink?: FakeSink;
@@ -133,6 +146,8 @@ export interface FakeOptions {
 }
 
 export function fakes(options: FakeOptions = {}): Fakes {
+  const quotaCalls: string[] = [];
+  const held: string[] = [];
   const released: Fakes['released'] = [];
   const usage: UsageEventInit[] = [];
   const timeline = options.timeline ?? [];
@@ -153,22 +168,24 @@ export function fakes(options: FakeOptions = {}): Fakes {
     },
     clients: {
       quota: {
-        acquire: async () => {
+        reserve: async () => {
+          quotaCalls.push('reserve');
+          const reserved =
+            options.reserve ??
+            ok({ leaseId: 'lease_1', leaseTtlMs: 30_000n, window: windowMessage(remainingOf.reserve) });
+          return reserved.ok ? ok(create(quotav1.ReserveResponseSchema, reserved.value)) : reserved;
+        },
+        acquire: async (request) => {
+          quotaCalls.push(`acquire ${request.leaseId ?? 'new'}`);
           const acquired =
             options.acquire ??
-            ok({
-              leaseId: 'lease_1',
-              leaseTtlMs: 30_000n,
-              window: { limit: 100n, remaining: 99n, resetUnixMs: BigInt(window.resetUnixMs) },
-            });
+            ok({ leaseId: request.leaseId, leaseTtlMs: 30_000n, window: windowMessage(remainingOf.acquire) });
           return acquired.ok ? ok(create(quotav1.AcquireResponseSchema, acquired.value)) : acquired;
         },
-        peek: async () =>
-          ok(
-            create(quotav1.PeekResponseSchema, {
-              window: { limit: 100n, remaining: 98n, resetUnixMs: BigInt(window.resetUnixMs) },
-            }),
-          ),
+        peek: async () => {
+          quotaCalls.push('peek');
+          return ok(create(quotav1.PeekResponseSchema, { window: windowMessage(remainingOf.peek) }));
+        },
       },
       router: {
         complete: (request, callOptions) => {
@@ -187,12 +204,20 @@ export function fakes(options: FakeOptions = {}): Fakes {
       },
     },
     leases: {
-      hold: (ref) => ({
-        release: (billableTokens) => {
-          released.push({ leaseId: ref.leaseId, billableTokens });
-          timeline.push('release');
-        },
-      }),
+      // As the LeaseKeeper: each hold releases once, however often it is asked.
+      hold: (ref) => {
+        held.push(ref.leaseId);
+        timeline.push('hold');
+        let done = false;
+        return {
+          release: (billableTokens) => {
+            if (done) return;
+            done = true;
+            released.push({ leaseId: ref.leaseId, billableTokens });
+            timeline.push('release');
+          },
+        };
+      },
     },
     inFlight: new InFlightRequests(),
     recordUsage: async (event) => {
@@ -210,7 +235,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
       }),
     countPrivacyFlags: () => undefined,
   };
-  return { deps, released, usage, timeline, router, failures };
+  return { deps, quotaCalls, held, released, usage, timeline, router, failures };
 }
 
 export function callerRequest(

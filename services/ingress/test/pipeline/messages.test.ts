@@ -1,10 +1,27 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import { eventsv1 } from '@gw/proto';
 import { handleMessages } from '../../src/messages';
-import { callerRequest, fakes, FakeSink, liveKey, messagesBody, sse, started, streamedAnswer } from './fakes';
+import type { CallerRequest } from '../../src/pipeline/types';
+import {
+  callerRequest,
+  fakes,
+  FakeSink,
+  liveKey,
+  messagesBody,
+  remainingOf,
+  sse,
+  started,
+  streamedAnswer,
+  window,
+} from './fakes';
+import type { FakeOptions } from './fakes';
 
 /** Runs one request through the pipeline with fakes on every side. */
-async function run(options: Parameters<typeof fakes>[0] = {}, body: unknown = messagesBody(true), request = {}) {
+async function run(
+  options: FakeOptions = {},
+  body: unknown = messagesBody(true),
+  request: Partial<CallerRequest> = {},
+) {
   const timeline: string[] = [];
   const sink = options.sink ?? new FakeSink(timeline);
   const world = fakes({ ...options, sink, timeline });
@@ -16,7 +33,7 @@ async function run(options: Parameters<typeof fakes>[0] = {}, body: unknown = me
 describe('handleMessages: authenticate', () => {
   it('refuses a bad key before looking at the body or its media type', async () => {
     const readBody = jest.fn();
-    const { sink, released, usage } = await run(
+    const { sink, quotaCalls, released, usage } = await run(
       { verify: err(gatewayError('authentication_error', 'bad key')) },
       'not json',
       { contentType: 'text/plain', readBody },
@@ -24,32 +41,136 @@ describe('handleMessages: authenticate', () => {
     expect(sink.failure?.type).toBe('authentication_error');
     expect(sink.rateLimit).toBeUndefined();
     expect(readBody).not.toHaveBeenCalled();
+    expect(quotaCalls).toEqual([]);
     expect(released).toEqual([]);
     expect(usage).toEqual([]);
   });
 });
 
-describe('handleMessages: admit', () => {
-  it('answers a verified key with a wrong media type with 400 and its window, dropping the upload', async () => {
+describe('handleMessages: reserve', () => {
+  it('refuses an account at its concurrency before reading the body, dropping the upload', async () => {
+    const refusal = gatewayError('rate_limit_error', 'Too many concurrent requests: the limit is 2 in flight.', {
+      retryAfterMs: 1_000,
+      rateLimit: { ...window, remaining: 7 },
+    });
+    const readBody = jest.fn();
     const discardBody = jest.fn();
-    const { sink, released } = await run({}, 'x', { contentType: 'text/plain', discardBody });
+    const { sink, quotaCalls, held, released, usage, router } = await run(
+      { reserve: err(refusal) },
+      messagesBody(true),
+      { readBody, discardBody },
+    );
+    expect(readBody).not.toHaveBeenCalled();
     expect(discardBody).toHaveBeenCalledTimes(1);
-    expect(sink.failure?.type).toBe('invalid_request_error');
-    expect(sink.rateLimit?.remaining).toBe(98);
+    expect(sink.failure).toEqual(refusal);
+    // The refusal carries the window: no look at it.
+    expect(sink.rateLimit).toEqual(refusal.rateLimit);
+    expect(quotaCalls).toEqual(['reserve']);
+    expect(held).toEqual([]);
     expect(released).toEqual([]);
+    expect(usage).toEqual([]);
+    expect(router.requests).toEqual([]);
   });
 
-  it('gives a limits refusal the window it carries, consuming nothing', async () => {
+  it('holds the reserved lease before the body is read, and admits that lease', async () => {
+    const world = fakes();
+    const raw = Buffer.from(JSON.stringify(messagesBody(true)));
+    const caller = callerRequest(messagesBody(true), {
+      readBody: async () => {
+        world.timeline.push('read body');
+        return ok(raw);
+      },
+    });
+    const sink = new FakeSink();
+    await handleMessages(world.deps, caller, sink);
+    expect(world.timeline.slice(0, 2)).toEqual(['hold', 'read body']);
+    expect(world.quotaCalls).toEqual(['reserve', 'acquire lease_1']);
+    expect(world.held).toEqual(['lease_1']);
+    expect(sink.rateLimit?.remaining).toBe(remainingOf.acquire);
+    expect(world.released).toEqual([{ leaseId: 'lease_1', billableTokens: 15n }]);
+  });
+});
+
+describe('handleMessages: admit', () => {
+  it('answers a wrong media type with 400 and the reserved window, dropping the upload and freeing the slot', async () => {
+    const discardBody = jest.fn();
+    const { sink, released, quotaCalls } = await run({}, 'x', { contentType: 'text/plain', discardBody });
+    expect(discardBody).toHaveBeenCalledTimes(1);
+    expect(sink.failure?.type).toBe('invalid_request_error');
+    expect(sink.rateLimit?.remaining).toBe(remainingOf.reserve);
+    expect(quotaCalls).toEqual(['reserve']);
+    expect(released).toEqual([{ leaseId: 'lease_1', billableTokens: 0n }]);
+  });
+
+  const refusedBeforeTheLimits: [string, FakeOptions, unknown, Partial<CallerRequest>][] = [
+    ['a body that is not JSON', {}, '{"model":', {}],
+    [
+      'a body past the limit',
+      {},
+      messagesBody(true),
+      { readBody: async () => err(gatewayError('request_too_large', 'big')) },
+    ],
+    ['an unknown model', { authorize: err(gatewayError('not_found_error', 'no such model')) }, messagesBody(true), {}],
+    [
+      'a model outside the plan',
+      { authorize: err(gatewayError('permission_error', 'not on this plan')) },
+      messagesBody(true),
+      {},
+    ],
+  ];
+  it.each(refusedBeforeTheLimits)(
+    'refuses %s, releasing the reserved lease with 0 tokens before answering, charging no per-minute slot',
+    async (_case, options, body, request) => {
+      const { sink, quotaCalls, released, usage, router, timeline } = await run(options, body, request);
+      expect(sink.failure).toBeDefined();
+      expect(sink.rateLimit?.remaining).toBe(remainingOf.reserve);
+      // No Acquire: the window and the allowance are untouched; no Peek: the reservation's window serves.
+      expect(quotaCalls).toEqual(['reserve']);
+      expect(released).toEqual([{ leaseId: 'lease_1', billableTokens: 0n }]);
+      expect(timeline.indexOf('release')).toBeLessThan(timeline.indexOf(`fail:${sink.failure!.type}`));
+      expect(usage).toEqual([]);
+      expect(router.requests).toEqual([]);
+    },
+  );
+
+  it('looks at the window again when the reserved one rolled over while the body arrived', async () => {
+    const { sink, quotaCalls, released } = await run(
+      {
+        reserve: ok({
+          leaseId: 'lease_1',
+          leaseTtlMs: 30_000n,
+          window: { limit: 100n, remaining: 3n, resetUnixMs: 1n },
+        }),
+      },
+      '{"model":',
+    );
+    expect(sink.failure?.type).toBe('invalid_request_error');
+    expect(quotaCalls).toEqual(['reserve', 'peek']);
+    expect(sink.rateLimit?.remaining).toBe(remainingOf.peek);
+    expect(released).toEqual([{ leaseId: 'lease_1', billableTokens: 0n }]);
+  });
+
+  it('gives a limits refusal the window it carries and releases the reserved lease, consuming nothing', async () => {
     const refusal = gatewayError('rate_limit_error', 'slow down', {
       retryAfterMs: 1_000,
       rateLimit: { limit: 100, remaining: 0, resetUnixMs: 5 },
     });
-    const { sink, released, usage, router } = await run({ acquire: err(refusal) });
+    const { sink, released, usage, router, quotaCalls } = await run({ acquire: err(refusal) });
     expect(sink.failure).toEqual(refusal);
     expect(sink.rateLimit).toEqual(refusal.rateLimit);
+    expect(quotaCalls).toEqual(['reserve', 'acquire lease_1']);
     expect(router.requests).toEqual([]);
-    expect(released).toEqual([]);
+    expect(released).toEqual([{ leaseId: 'lease_1', billableTokens: 0n }]);
     expect(usage).toEqual([]);
+  });
+
+  it('releases the reserved lease when admission throws, so that the keeper does not renew it for ever', async () => {
+    const world = fakes();
+    world.deps.authorize = () => Promise.reject(new Error('bug in a privacy mode'));
+    await expect(handleMessages(world.deps, callerRequest(messagesBody(false)), new FakeSink())).rejects.toThrow(
+      'bug in a privacy mode',
+    );
+    expect(world.released).toEqual([{ leaseId: 'lease_1', billableTokens: 0n }]);
   });
 
   it('sends the privacy-mode body when policy produced one, else the caller body untouched', async () => {
@@ -96,7 +217,7 @@ describe('handleMessages: relay and settle', () => {
       messagesBody(false),
     );
     expect(Buffer.from(sink.json!).toString()).toBe('{"type":"message"}');
-    expect(timeline).toEqual(['release', 'usage', 'json']);
+    expect(timeline).toEqual(['hold', 'release', 'usage', 'json']);
     expect(usage[0]).toMatchObject({ billableTokens: 12n, outcome: eventsv1.Outcome.SUCCESS });
   });
 
