@@ -33,7 +33,7 @@ describe('the admin API is only on the admin port, at ADMIN_HOST', () => {
         const body = JSON.parse(response.body) as Envelope;
         expect(body).toEqual({
           type: 'error',
-          error: { type: 'not_found_error', message: 'Unknown endpoint: GET /admin/v1/accounts.' },
+          error: { type: 'not_found_error', message: 'Unknown endpoint: GET "/admin/v1/accounts".' },
           request_id: response.headers['request-id'],
         });
       }

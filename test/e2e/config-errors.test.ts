@@ -9,6 +9,11 @@ const run = promisify(execFile);
 const cases = [
   { service: 'ingress', env: { HTTP_PORT: 'eighty' }, variable: 'HTTP_PORT' },
   {
+    service: 'ingress',
+    env: { ADMIN_TOKEN: 'operator-token-of-16+', GATEWAY_CONFIG: 'x', BODY_BUFFER_MAX_BYTES: '1000' },
+    variable: 'BODY_BUFFER_MAX_BYTES',
+  },
+  {
     service: 'auth',
     env: { DATABASE_URL: 'mysql://x', GATEWAY_CONFIG: 'x', KEY_PEPPERS: 'p1:0123456789abcdef' },
     variable: 'DATABASE_URL',

@@ -1,4 +1,4 @@
-import { err, gatewayError, ok } from '@gw/errors';
+import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { GatewayConfig, Jurisdiction } from '@gw/config';
 import { snapshotOfConfig, snapshotVersion } from './snapshot';
@@ -64,16 +64,16 @@ export class Catalogue {
       return err(
         gatewayError(
           'not_found_error',
-          `model: "${alias}" is not a known model. List the models you can use with GET /v1/models.`,
+          `model: ${quoted(alias)} is not a known model. List the models you can use with GET /v1/models.`,
         ),
       );
     }
     const plan = this.plans.get(key.plan);
     if (!plan || (plan.models !== 'all' && !plan.models.includes(alias))) {
-      return err(gatewayError('permission_error', `The model "${alias}" is not included in your plan.`));
+      return err(gatewayError('permission_error', `The model ${quoted(alias)} is not included in your plan.`));
     }
     if (key.allowedModels !== null && !key.allowedModels.includes(alias)) {
-      return err(gatewayError('permission_error', `This API key is not permitted to use the model "${alias}".`));
+      return err(gatewayError('permission_error', `This API key is not permitted to use the model ${quoted(alias)}.`));
     }
     const candidates: CandidatePool[] = [];
     for (const serving of model.servedBy) {
@@ -91,7 +91,7 @@ export class Catalogue {
       return err(
         gatewayError(
           'residency_unavailable',
-          `No upstream can serve the model "${alias}" inside this key's residency tier (${key.residency}). The request was not sent to any other region.`,
+          `No upstream can serve the model ${quoted(alias)} inside this key's residency tier (${key.residency}). The request was not sent to any other region.`,
         ),
       );
     }

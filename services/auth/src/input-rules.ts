@@ -1,5 +1,5 @@
 import { findInvalidEntry, maxAllowListEntries } from '@gw/addresses';
-import { err, gatewayError, ok } from '@gw/errors';
+import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
 
 /**
@@ -10,28 +10,10 @@ export const maxNameChars = 200;
 export const maxModelIdChars = 256;
 export const maxAllowedModels = 1000;
 
-/** Caller text repeated in a message is cut to this many characters. */
-const echoedChars = 64;
-
 const controlCharacter = /\p{Cc}/u;
 
 /** Whether text has more than `max` code points; text of at most `max` UTF-16 units cannot. */
 const longerThan = (text: string, max: number) => text.length > max && [...text].length > max;
-
-/**
- * Caller text as a message repeats it: in double quotes, cut to 64 characters and `…`, control characters
- * escaped, so that no value can make a message long or drive the terminal it is printed on.
- */
-export function quoted(text: string): string {
-  const head = Array.from(text.slice(0, echoedChars * 2))
-    .slice(0, echoedChars)
-    .join('');
-  const cut = head.length < text.length ? `${head}…` : head;
-  return JSON.stringify(cut).replace(
-    /\p{Cc}/gu,
-    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
 
 const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
 

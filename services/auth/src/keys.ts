@@ -1,10 +1,10 @@
 import { AllowList } from '@gw/addresses';
 import type { InvalidEntry } from '@gw/addresses';
-import { authenticationErrorMessage, err, gatewayError, ok } from '@gw/errors';
+import { authenticationErrorMessage, err, gatewayError, ok, quoted } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import type { GatewayConfig } from '@gw/config';
 import { newAccountId, newKeyId, randomBase62 } from '@gw/ids';
-import { checkAllowedIps, checkAllowedModels, checkExpiry, checkName, quoted } from './input-rules';
+import { checkAllowedIps, checkAllowedModels, checkExpiry, checkName } from './input-rules';
 import { hashesEqual, hashKey } from './key-format';
 import type { KeyEnvironment, KeyFormat, Pepper } from './key-format';
 import type { VerifiedKeyCache } from './key-cache';

@@ -1,9 +1,8 @@
 import { registration } from '@gw/grpc';
 import { authv1, commonv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
-import { err, gatewayError, ok } from '@gw/errors';
+import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import { quoted } from './input-rules';
 import type { KeyService, NewKeyRequest } from './keys';
 import type { AccountRecord, AdminKeyRecord, KeyRecord, LimitOverrides } from './store';
 

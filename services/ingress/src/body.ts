@@ -9,32 +9,124 @@ export function tooLarge(limitBytes: number) {
   );
 }
 
-/** Reads a request body up to a limit; past it, stops reading and refuses with request_too_large. */
-export function readBody(request: IncomingMessage, limitBytes: number): Promise<Result<Buffer>> {
+/** How long receiving one request body may take; the response that follows is not bounded. */
+export interface BodyTimeouts {
+  /** Longest pause between two pieces of the body. */
+  idleMs: number;
+  /** Longest time from the start of reading to the end of the body. */
+  totalMs: number;
+}
+
+const unreadable = () => gatewayError('invalid_request_error', 'The request body could not be read completely.');
+
+const seconds = (ms: number) => `${ms / 1000} s`;
+
+export function tooSlow(why: string) {
+  return gatewayError('invalid_request_error', `The request body arrived too slowly: ${why}. Send it without pauses.`);
+}
+
+/** A retryable refusal: the bodies other requests hold will be given back as those requests end. */
+export function tooManyBodies() {
+  return gatewayError(
+    'overloaded_error',
+    'The gateway is holding too many request bodies right now. Retry with exponential backoff.',
+    { retryAfterMs: 5_000 },
+  );
+}
+
+/**
+ * The bytes of request bodies that all requests of this process hold in memory, and the most they may
+ * hold. Each request takes its share through a BodyReservation, which gives it all back at once.
+ */
+export class BodyBudget {
+  private held = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get heldBytes(): number {
+    return this.held;
+  }
+
+  /** An empty share for one request. */
+  reservation(): BodyReservation {
+    let taken = 0;
+    return {
+      take: (bytes) => {
+        if (this.held + bytes > this.maxBytes) return false;
+        this.held += bytes;
+        taken += bytes;
+        return true;
+      },
+      release: () => {
+        this.held -= taken;
+        taken = 0;
+      },
+    };
+  }
+}
+
+/** One request's share of a BodyBudget. */
+export interface BodyReservation {
+  /** Takes `bytes` more; false, taking nothing, when that would pass the budget's cap. */
+  take(bytes: number): boolean;
+  /** Gives back everything taken; safe to call again. */
+  release(): void;
+}
+
+export interface BodyReading {
+  limitBytes: number;
+  timeouts: BodyTimeouts;
+  /** Where the body's bytes are counted: the declared length at once, else each piece as it arrives. */
+  reservation: BodyReservation;
+}
+
+/**
+ * Reads a request body whole, refusing it (and reading no further) when it passes the limit (413), when
+ * the process holds too many bodies to take this one (503), or when it arrives too slowly: a pause over
+ * `idleMs` or a body unfinished after `totalMs` (400). A refusal gives back what the body had reserved.
+ */
+export function readBody(request: IncomingMessage, reading: BodyReading): Promise<Result<Buffer>> {
+  const { limitBytes, timeouts, reservation } = reading;
+  // Node has checked the header: a body never runs past its declared length.
+  const declared = request.headers['content-length'];
+  const lengthKnown = declared !== undefined;
+  if (lengthKnown && Number(declared) > limitBytes) return Promise.resolve(err(tooLarge(limitBytes)));
+  if (request.destroyed) return Promise.resolve(err(unreadable()));
+  if (lengthKnown && !reservation.take(Number(declared))) return Promise.resolve(err(tooManyBodies()));
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let received = 0;
     const finish = (result: Result<Buffer>) => {
+      clearTimeout(idle);
+      clearTimeout(whole);
       request.off('data', onData);
       request.off('end', onEnd);
-      request.off('error', onError);
+      request.off('error', onGone);
+      request.off('close', onGone);
+      if (!result.ok) {
+        request.pause();
+        reservation.release();
+      }
       resolve(result);
     };
     const onData = (chunk: Buffer) => {
+      idle.refresh();
       received += chunk.length;
-      if (received > limitBytes) {
-        request.pause();
-        finish(err(tooLarge(limitBytes)));
-        return;
-      }
+      if (received > limitBytes) return finish(err(tooLarge(limitBytes)));
+      if (!lengthKnown && !reservation.take(chunk.length)) return finish(err(tooManyBodies()));
       chunks.push(chunk);
     };
     const onEnd = () => finish(ok(Buffer.concat(chunks, received)));
-    const onError = () =>
-      finish(err(gatewayError('invalid_request_error', 'The request body could not be read completely.')));
+    const onGone = () => finish(err(unreadable()));
+    const idle = setTimeout(() => finish(err(tooSlow(`nothing for ${seconds(timeouts.idleMs)}`))), timeouts.idleMs);
+    const whole = setTimeout(
+      () => finish(err(tooSlow(`not complete within ${seconds(timeouts.totalMs)}`))),
+      timeouts.totalMs,
+    );
     request.on('data', onData);
     request.on('end', onEnd);
-    request.on('error', onError);
+    request.on('error', onGone);
+    request.on('close', onGone);
   });
 }
 

@@ -25,6 +25,15 @@ const schema = z.object({
   REFUSED_UPLOAD_DISCARD_MAX_BYTES: env.positiveInt(64 * 1024 * 1024),
   /** Time a refused upload is still read after the refusal before its connection is closed. */
   REFUSED_UPLOAD_DISCARD_MAX_MS: env.positiveInt(5_000),
+  // Receiving a request is bounded in time and memory; the response is not (streams may last 10 minutes).
+  /** A request's line and headers must arrive within this long of its first byte. */
+  HEADERS_TIMEOUT_MS: env.positiveInt(10_000),
+  /** Longest pause while a request body arrives; a longer one is refused. */
+  BODY_IDLE_TIMEOUT_MS: env.positiveInt(10_000),
+  /** A request body must have arrived whole within this long of the start of reading it. */
+  BODY_TIMEOUT_MS: env.positiveInt(120_000),
+  /** Bytes of request bodies all requests of this ingress may hold at once; past it, 503. */
+  BODY_BUFFER_MAX_BYTES: env.positiveInt(512 * 1024 * 1024),
   /** Revocations arrive here and end the key's requests in flight. */
   REDIS_URL: z
     .string()
@@ -63,11 +72,17 @@ const schema = z.object({
   USAGE_SPOOL_MAX_BYTES: env.positiveInt(256 * 1024 * 1024),
 });
 
+// Below the body limit, a body the limit admits could never be taken: a 503 that retrying never ends.
+const checkedSchema = schema.refine((config) => config.BODY_BUFFER_MAX_BYTES >= config.BODY_LIMIT_BYTES, {
+  path: ['BODY_BUFFER_MAX_BYTES'],
+  error: 'expected at least BODY_LIMIT_BYTES',
+});
+
 export type IngressConfig = z.infer<typeof schema> & {
   /** Of the gRPC clients: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
   grpcTransport: GrpcTransport;
 };
 
 export function readIngressConfig(): IngressConfig {
-  return { ...readEnv(schema), grpcTransport: readGrpcTransport() };
+  return { ...readEnv(checkedSchema), grpcTransport: readGrpcTransport() };
 }

@@ -10,3 +10,10 @@ export function presentedKey(authorization: string | undefined, apiKey: string |
   if (typeof apiKey === 'string') return apiKey.trim();
   return '';
 }
+
+/** The credential header a request sends more than once (`Authorization` first), if any. */
+export function repeatedCredentialHeader(headers: NodeJS.Dict<string[]>): string | undefined {
+  if ((headers.authorization?.length ?? 0) > 1) return 'Authorization';
+  if ((headers['x-api-key']?.length ?? 0) > 1) return 'x-api-key';
+  return undefined;
+}

@@ -1,15 +1,16 @@
-import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { create, eventsv1 } from '@gw/proto';
 import { createRestorer, restoreAll } from '@gw/pii';
 import { createKafka } from '@gw/kafka';
-import { Counter, createLogger, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { Counter, createLogger, Gauge, onShutdown, startMetricsServer } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
+import { BodyBudget } from './body';
 import { createClients } from './clients';
 import { authorizeLocallyOrWithPolicy, keyFromAuth } from './decisions';
+import { createHttpServer } from './http-server';
 import { InFlightRequests } from './in-flight';
 import { leaseReports } from './lease-reports';
 import { LeaseKeeper } from './leases';
@@ -53,6 +54,15 @@ void runOrExit(async () => {
     labelNames: ['type'],
     registers: [metrics.registry],
   });
+  const bodyBudget = new BodyBudget(config.BODY_BUFFER_MAX_BYTES);
+  new Gauge({
+    name: 'gateway_request_body_bytes',
+    help: 'Bytes of request bodies held in memory (declared lengths reserved whole), against BODY_BUFFER_MAX_BYTES.',
+    registers: [metrics.registry],
+    collect() {
+      this.set(bodyBudget.heldBytes);
+    },
+  });
   const inFlight = new InFlightRequests();
   const keys = new VerifiedKeys(keyFromAuth(clients.auth), {
     ttlMs: config.KEY_CACHE_TTL_MS,
@@ -78,7 +88,12 @@ void runOrExit(async () => {
     onError: (error) => logger.warn({ err: error.message }, 'redis subscriber connection problem'),
   });
 
-  const publicServer = createServer(
+  // Receiving a request is bounded; a response is not: streams may be silent for long thinking phases.
+  const receiveBounds = {
+    headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: config.HEADERS_TIMEOUT_MS + config.BODY_TIMEOUT_MS,
+  };
+  const publicServer = createHttpServer(
     createPublicApp(
       {
         clients,
@@ -114,17 +129,21 @@ void runOrExit(async () => {
           maxBytes: config.REFUSED_UPLOAD_DISCARD_MAX_BYTES,
           maxMs: config.REFUSED_UPLOAD_DISCARD_MAX_MS,
         },
+        bodyTimeouts: { idleMs: config.BODY_IDLE_TIMEOUT_MS, totalMs: config.BODY_TIMEOUT_MS },
+        bodyBudget,
         ssePingIntervalMs: config.SSE_PING_INTERVAL_MS,
         trustedProxies: config.TRUSTED_PROXIES,
         rateLimitHeaderPrefix: config.RATE_LIMIT_HEADER_PREFIX,
         logger,
       },
     ),
+    receiveBounds,
   );
-  // Streams may be silent for long thinking phases; the SDKs wait up to 10 minutes.
-  publicServer.requestTimeout = 0;
   publicServer.keepAliveTimeout = 65_000;
-  const adminServer = createServer(createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger }));
+  const adminServer = createHttpServer(
+    createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger }),
+    receiveBounds,
+  );
   await listen(publicServer, config.HTTP_PORT, config.HTTP_HOST);
   await listen(adminServer, config.ADMIN_PORT, config.ADMIN_HOST);
   logger.info(

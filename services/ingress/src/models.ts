@@ -1,8 +1,7 @@
-import { err, gatewayError, ok } from '@gw/errors';
+import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import { keyPermissionsOf } from '@gw/catalogue';
 import type { commonv1, policyv1 } from '@gw/proto';
-import { quoted } from './admin/quoted';
 import { authenticate } from './pipeline/authenticate';
 import type { CallerRequest, GatewayDeps } from './pipeline/types';
 import { windowOf } from './rate-limit';

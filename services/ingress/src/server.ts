@@ -1,6 +1,6 @@
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
-import { err, errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, retryHeaders } from '@gw/errors';
+import { errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, quoted, retryHeaders } from '@gw/errors';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
 import { sourceAddress } from '@gw/addresses';
@@ -8,8 +8,8 @@ import type { Logger } from '@gw/telemetry';
 import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
 import { discardRestOfBody, readBody, tooLarge } from './body';
-import type { DiscardBounds } from './body';
-import { presentedKey } from './credentials';
+import type { BodyBudget, BodyTimeouts, DiscardBounds } from './body';
+import { presentedKey, repeatedCredentialHeader } from './credentials';
 import { handleCountTokens } from './count-tokens';
 import { handleMessages, refuseVerified } from './messages';
 import { authenticate } from './pipeline/authenticate';
@@ -23,6 +23,10 @@ export interface PublicAppOptions {
   bodyLimitBytes: number;
   /** How much of a refused upload is still read (and dropped) so that its client reads the refusal. */
   refusedUploadDiscard: DiscardBounds;
+  /** How long a body may pause, and take in all, while it arrives. */
+  bodyTimeouts: BodyTimeouts;
+  /** The bytes of bodies this process may hold at once, shared by every request. */
+  bodyBudget: BodyBudget;
   /** First segment of the rate-limit header names (spec §8.1), `anthropic` by default. */
   rateLimitHeaderPrefix: string;
   ssePingIntervalMs: number;
@@ -85,11 +89,12 @@ function responseSink(response: Response, pingIntervalMs: number, headerPrefix: 
     },
     startStream: (region) => {
       if (region) response.set('x-gateway-region', region);
+      // No Connection header of its own: Node keeps the connection alive or closes it after the stream,
+      // as the request asked (a header set here would override a client's `Connection: close`).
       response.status(200).set({
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache',
         'x-accel-buffering': 'no',
-        connection: 'keep-alive',
       });
       response.flushHeaders();
       ping = setInterval(() => response.write(pingFrame), pingIntervalMs);
@@ -114,12 +119,9 @@ function assignRequestId(_request: Request, response: Response, next: NextFuncti
   next();
 }
 
-/** Caller text in a message is cut: an error never echoes a long path whole. */
-const echoedPathChars = 200;
-
+/** The path is caller text: quoted and cut like any other echoed value. */
 function unknownEndpoint(request: Request): GatewayError {
-  const path = request.path.length > echoedPathChars ? `${request.path.slice(0, echoedPathChars)}…` : request.path;
-  return gatewayError('not_found_error', `Unknown endpoint: ${request.method.slice(0, 16)} ${path}.`);
+  return gatewayError('not_found_error', `Unknown endpoint: ${request.method.slice(0, 16)} ${quoted(request.path)}.`);
 }
 
 function notFound(request: Request, response: Response): void {
@@ -156,11 +158,10 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
       options.trustedProxies,
     ),
     readBody: async (limitBytes) => {
-      const declared = Number(request.headers['content-length']);
-      const body =
-        Number.isFinite(declared) && declared > limitBytes
-          ? err(tooLarge(limitBytes))
-          : await readBody(request, limitBytes);
+      const reservation = options.bodyBudget.reservation();
+      // The body is in use until the response is over, however it ends (the client may go first).
+      response.once('close', reservation.release);
+      const body = await readBody(request, { limitBytes, timeouts: options.bodyTimeouts, reservation });
       if (!body.ok) discardBeforeClosing(request, response, options);
       return body;
     },
@@ -172,9 +173,26 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
 }
 
 /**
- * The one check before the key: a declared length over the gateway's limit (413, nothing kept), so that
- * no caller can make the gateway take in a body it will refuse. Everything else about the body (media
- * type included) is checked once the key is known.
+ * Two keys in one request (two Authorization or two x-api-key headers) are refused as ambiguous (401),
+ * before anything else: Node would keep the first Authorization and join the x-api-key values, so the
+ * gateway would otherwise pick one for the caller.
+ */
+function credentialsPrecheck(options: PublicAppOptions) {
+  return (request: Request, response: Response, next: NextFunction) => {
+    const repeated = repeatedCredentialHeader(request.headersDistinct);
+    if (repeated === undefined) return next();
+    discardBeforeClosing(request, response, options);
+    sendError(
+      response,
+      gatewayError('authentication_error', `The request has more than one ${repeated} header; send one API key.`),
+    );
+  };
+}
+
+/**
+ * The one check of the body before the key: a declared length over the gateway's limit (413, nothing
+ * kept), so that no caller can make the gateway take in a body it will refuse. Everything else about the
+ * body (media type included) is checked once the key is known.
  */
 function bodyPrecheck(options: PublicAppOptions) {
   return (request: Request, response: Response, next: NextFunction) => {
@@ -208,6 +226,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
+  app.use(credentialsPrecheck(options));
 
   app.post('/v1/messages', bodyPrecheck(options), (request: Request, response: Response) => {
     handleMessages(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { err, gatewayError, ok } from '@gw/errors';
+import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
 
 /** Deeper JSON is refused before parsing: no legitimate request nests this far, and parsing it costs stack. */
@@ -54,9 +54,20 @@ const thinking = z.discriminatedUnion(
   { error: 'expected an object whose "type" is "enabled", "disabled" or "adaptive"' },
 );
 
+/** Longest model alias taken, as the admin API's model ids: the alias travels to policy, the router and the logs. */
+export const maxModelChars = 256;
+
 /** Fields shared by Messages and count_tokens, type-checked; unknown fields pass through untouched. */
 const commonFields = {
-  model: z.string({ error: 'expected a model alias (string)' }).min(1, 'expected a non-empty model alias'),
+  model: z
+    .string({ error: 'expected a model alias (string)' })
+    .min(1, 'expected a non-empty model alias')
+    .max(maxModelChars, {
+      error: (issue) => {
+        const given = String(issue.input);
+        return `expected at most ${maxModelChars} characters, got ${given.length}: ${quoted(given)}`;
+      },
+    }),
   messages: z.array(message, { error: 'expected an array of messages' }).min(1, 'expected at least one message'),
   system: z
     .union([z.string(), z.array(textBlock)], { error: 'expected a string or an array of text blocks' })

@@ -1,5 +1,4 @@
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody } from '../src/admin/requests';
-import { quoted } from '../src/admin/quoted';
 
 const refusal = (message: unknown) => ({ ok: false, error: { type: 'invalid_request_error', message } });
 
@@ -88,13 +87,5 @@ describe('admin request bodies', () => {
 
   it('refuses a body that is not an object', () => {
     expect(parseBody(createAdminKeyBody, [])).toEqual(refusal('The request body must be a JSON object.'));
-  });
-});
-
-describe('quoted', () => {
-  it('cuts to 64 characters without splitting a pair, and escapes control characters', () => {
-    expect(quoted('a'.repeat(65))).toBe(`"${'a'.repeat(64)}…"`);
-    expect(quoted('😀'.repeat(65))).toBe(`"${'😀'.repeat(64)}…"`);
-    expect(quoted('\u0000\u007f\u0085"')).toBe('"\\u0000\\u007f\\u0085\\""');
   });
 });

@@ -3,12 +3,15 @@ import type { ClientRequest, Server } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { waitUntil } from '@gw/testing';
-import { discardRestOfBody, readBody } from '../src/body';
-import type { DiscardBounds, DiscardOutcome } from '../src/body';
+import { BodyBudget, discardRestOfBody, readBody } from '../src/body';
+import type { BodyTimeouts, DiscardBounds, DiscardOutcome } from '../src/body';
 
 const MiB = 1024 * 1024;
 const limitBytes = 1 * MiB;
 const chunk = Buffer.alloc(64 * 1024, 'x');
+const patient: BodyTimeouts = { idleMs: 10_000, totalMs: 60_000 };
+/** A reading of the whole limit with room in the budget, for the tests of what follows a refusal. */
+const unbounded = () => ({ limitBytes, timeouts: patient, reservation: new BodyBudget(64 * MiB).reservation() });
 
 /**
  * A server that reads each body with the limit and, past it, refuses the way ingress does: the answer
@@ -18,7 +21,7 @@ const chunk = Buffer.alloc(64 * 1024, 'x');
 async function startRefusingServer(bounds: DiscardBounds) {
   const outcomes: DiscardOutcome[] = [];
   const server: Server = createServer((incoming, response) => {
-    void readBody(incoming, limitBytes).then(async (body) => {
+    void readBody(incoming, unbounded()).then(async (body) => {
       if (body.ok) {
         response.writeHead(200, { 'content-type': 'text/plain' }).end(String(body.value.length));
         return;
@@ -203,7 +206,7 @@ describe('readBody and discardRestOfBody over a real connection', () => {
   it('has nothing to discard once the body has ended', async () => {
     const outcomes: DiscardOutcome[] = [];
     const plain = createServer((incoming, response) => {
-      void readBody(incoming, limitBytes).then(async () => {
+      void readBody(incoming, unbounded()).then(async () => {
         outcomes.push(await discardRestOfBody(incoming, generous));
         response.end();
       });

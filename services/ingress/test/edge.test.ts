@@ -1,6 +1,12 @@
-import { presentedKey } from '../src/credentials';
+import { presentedKey, repeatedCredentialHeader } from '../src/credentials';
 import { sseFrame } from '../src/sse';
-import { isJsonContentType, nestsDeeperThan, parseCountTokensBody, parseMessagesBody } from '../src/validation';
+import {
+  isJsonContentType,
+  maxModelChars,
+  nestsDeeperThan,
+  parseCountTokensBody,
+  parseMessagesBody,
+} from '../src/validation';
 import { billableTokens } from '../src/weighting';
 
 describe('presentedKey', () => {
@@ -9,6 +15,16 @@ describe('presentedKey', () => {
     expect(presentedKey(undefined, 'gw_live_b')).toBe('gw_live_b');
     expect(presentedKey('Basic abc', 'gw_live_b')).toBe('');
     expect(presentedKey(undefined, undefined)).toBe('');
+  });
+});
+
+describe('repeatedCredentialHeader', () => {
+  it('names a credential header sent twice, and nothing for one of each', () => {
+    expect(repeatedCredentialHeader({ authorization: ['Bearer a', 'Bearer b'] })).toBe('Authorization');
+    expect(repeatedCredentialHeader({ 'x-api-key': ['a', 'b'] })).toBe('x-api-key');
+    expect(repeatedCredentialHeader({ 'x-api-key': ['a', ''] })).toBe('x-api-key');
+    expect(repeatedCredentialHeader({ authorization: ['Bearer a'], 'x-api-key': ['b'] })).toBeUndefined();
+    expect(repeatedCredentialHeader({ host: ['a'] })).toBeUndefined();
   });
 });
 
@@ -33,6 +49,19 @@ describe('parseMessagesBody', () => {
     [{ ...valid, stream: 'yes' }, 'stream: expected a boolean.'],
   ])('refuses %j with a message naming the field', (input, message) => {
     expect(parseMessagesBody(body(input))).toEqual({ ok: false, error: { type: 'invalid_request_error', message } });
+  });
+
+  it(`takes a model alias of up to ${maxModelChars} characters and refuses a longer one, echoing it cut`, () => {
+    expect(parseMessagesBody(body({ ...valid, model: 'm'.repeat(maxModelChars) })).ok).toBe(true);
+    const huge = 'm'.repeat(2 * 1024 * 1024);
+    expect(parseMessagesBody(body({ ...valid, model: huge }))).toEqual({
+      ok: false,
+      error: {
+        type: 'invalid_request_error',
+        message: `model: expected at most ${maxModelChars} characters, got ${huge.length}: "${'m'.repeat(64)}…".`,
+      },
+    });
+    expect(parseCountTokensBody(body({ model: huge, messages: valid.messages })).ok).toBe(false);
   });
 });
 

@@ -1,7 +1,7 @@
 import { createOpenAIAdapter, openAIAdapterConfig } from './adapters/openai';
 import type { UpstreamAdapter } from './adapters';
 import type { GatewayConfig, Jurisdiction, PoolConfig } from '@gw/config';
-import { gatewayError } from '@gw/errors';
+import { gatewayError, quoted } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
 import type { CompletionRequest } from './completion';
 
@@ -93,6 +93,6 @@ export function noRouteError(plan: RoutePlan, model: string): GatewayError {
   }
   return gatewayError(
     'residency_unavailable',
-    `No upstream inside the key's residency tier can serve model "${model}". The request was not sent to any other region.`,
+    `No upstream inside the key's residency tier can serve model ${quoted(model)}. The request was not sent to any other region.`,
   );
 }

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { findInvalidEntry, maxAllowListEntries } from '@gw/addresses';
-import { err, gatewayError, ok } from '@gw/errors';
+import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import { quoted } from './quoted';
 
 /**
  * Request bodies of the admin API, checked with messages that name the field. The auth service applies

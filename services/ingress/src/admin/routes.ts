@@ -1,12 +1,11 @@
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
-import { err, gatewayError, ok } from '@gw/errors';
+import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import { tooLarge } from '../body';
 import type { Clients } from '../clients';
 import { authenticatePrincipal, requireAccount, requireOperator } from './principal';
 import type { Principal } from './principal';
-import { quoted } from './quoted';
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
 import {
   accountResource,

@@ -1,10 +1,10 @@
 /** Caller text repeated in a message is cut to this many characters. */
-const echoedChars = 64;
+export const echoedChars = 64;
 
 /**
- * Caller text as an error message repeats it: in double quotes, cut to 64 characters and `…`, control
- * characters escaped, so that no value can make a message long or drive the terminal it is printed on.
- * The same rule as the auth service's own messages.
+ * Caller text as an error message repeats it: in double quotes, cut to 64 characters (code points, so a
+ * surrogate pair is never split) and `…`, control characters escaped as `\uXXXX`, so that no value can
+ * make a message long or drive the terminal it is printed on. Every service echoes through this one.
  */
 export function quoted(text: string): string {
   const head = Array.from(text.slice(0, echoedChars * 2))

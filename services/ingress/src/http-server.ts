@@ -1,0 +1,120 @@
+import { createServer, STATUS_CODES } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { errorEnvelope, gatewayError, httpStatusOf, retryHeaders } from '@gw/errors';
+import type { GatewayError } from '@gw/errors';
+import { newRequestId } from '@gw/ids';
+
+/** Most bytes of a request's head (request line and headers): Node's default, chosen here on purpose. */
+export const maxHeaderBytes = 16 * 1024;
+
+/** How long Node waits for a request to arrive, counted from its first byte. */
+export interface ReceiveBounds {
+  /** For the request line and headers; a connection that sends nothing is closed after it too. */
+  headersTimeoutMs: number;
+  /**
+   * For the whole request, body included: the bound of bodies no handler reads (an unknown endpoint, a
+   * refused request). The body reader refuses slow bodies sooner, in the pipeline. Responses are not bounded.
+   */
+  requestTimeoutMs: number;
+}
+
+/** The request a connection received last, with its response; kept until the connection is collected. */
+interface Exchange {
+  request: IncomingMessage;
+  response: ServerResponse;
+}
+
+const seconds = (ms: number) => `${ms / 1000} s`;
+
+/** What to tell a client whose request Node could not read or did not receive in time; none when it is gone. */
+function refusalOf(
+  error: NodeJS.ErrnoException,
+  receivingBody: boolean,
+  bounds: ReceiveBounds,
+): GatewayError | undefined {
+  const code = error.code ?? '';
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return gatewayError(
+      'request_too_large',
+      `The request headers are larger than the limit of ${maxHeaderBytes} bytes.`,
+    );
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return gatewayError(
+      'invalid_request_error',
+      receivingBody
+        ? `The request did not arrive within ${seconds(bounds.requestTimeoutMs)} of its first byte.`
+        : `The request headers did not arrive within ${seconds(bounds.headersTimeoutMs)}.`,
+    );
+  }
+  if (code.startsWith('HPE_')) {
+    return gatewayError('invalid_request_error', 'The request is not valid HTTP/1.1; it was not read.');
+  }
+  return undefined;
+}
+
+/** A whole HTTP/1.1 response carrying the error envelope; the connection closes after it. */
+function rawErrorResponse(error: GatewayError, requestId: string): string {
+  const body = JSON.stringify(errorEnvelope(error, requestId));
+  const status = httpStatusOf(error.type);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    'x-request-id': requestId,
+    'request-id': requestId,
+    ...retryHeaders(error),
+    connection: 'close',
+  };
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`;
+}
+
+/**
+ * Node answers a request it cannot parse (or that arrives too slowly) with a bare status and no body. Here
+ * it gets the error envelope with a request id, wherever an answer cannot be mistaken for another: not
+ * inside a response already under way, not to a connection that never sent a byte, not to a peer gone.
+ */
+function answerUnreadableRequests(server: Server, bounds: ReceiveBounds): void {
+  const exchanges = new WeakMap<Duplex, Exchange>();
+  const answered = new WeakSet<Duplex>();
+  server.on('request', (request: IncomingMessage, response: ServerResponse) =>
+    exchanges.set(request.socket, { request, response }),
+  );
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // The parser stays failed and reports every later piece of data again.
+    if (answered.has(socket)) return;
+    answered.add(socket);
+    const exchange = exchanges.get(socket);
+    const receiving = exchange !== undefined && !exchange.request.complete ? exchange : undefined;
+    const refusal = refusalOf(error, receiving !== undefined, bounds);
+    const answerable = receiving
+      ? !receiving.response.headersSent
+      : exchange === undefined || exchange.response.writableEnded;
+    const spoke = !(socket instanceof Socket) || socket.bytesRead > 0;
+    if (!refusal || !answerable || !spoke || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const assigned = receiving?.response.getHeader('x-request-id');
+    const requestId = typeof assigned === 'string' ? assigned : newRequestId();
+    socket.end(rawErrorResponse(refusal, requestId), () => socket.destroy());
+  });
+}
+
+/** An HTTP/1.1 server with the gateway's bounds on receiving requests and envelope answers to unreadable ones. */
+export function createHttpServer(app: RequestListener, bounds: ReceiveBounds): Server {
+  const server = createServer(
+    {
+      maxHeaderSize: maxHeaderBytes,
+      headersTimeout: bounds.headersTimeoutMs,
+      requestTimeout: bounds.requestTimeoutMs,
+      // How often Node looks for requests past those bounds: every 30 s by default, too coarse for them.
+      connectionsCheckingInterval: Math.min(1_000, bounds.headersTimeoutMs / 4),
+    },
+    app,
+  );
+  answerUnreadableRequests(server, bounds);
+  return server;
+}
