@@ -1,22 +1,37 @@
+import { join } from 'node:path';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { startGrpcServer } from '@gw/grpc';
 import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
 import { Catalogue } from '@gw/catalogue';
 import { readPolicyConfig } from './config';
 import { CurrentValue } from './current-value';
+import { PrivacyPool } from './privacy-pool';
+import { privacyStep } from './privacy-step';
 import { policyService } from './server';
 
 void runOrExit(async () => {
   const config = readPolicyConfig();
   const catalogues = new CurrentValue(Catalogue.fromConfig(await loadGatewayConfig(config.GATEWAY_CONFIG)));
   const logger = createLogger('policy', config.LOG_LEVEL);
+  const privacyPool = await PrivacyPool.start({
+    threads: config.PRIVACY_WORKERS,
+    queuedPerAccount: config.PRIVACY_QUEUE_PER_ACCOUNT,
+    queuedTotal: config.PRIVACY_QUEUE_TOTAL,
+    // Built next to this file by tsc.
+    script: join(__dirname, 'privacy-thread.js'),
+    onThreadFailure: (failure) =>
+      logger.error(
+        { exit_code: failure.exitCode, error_name: failure.errorName, error_code: failure.errorCode },
+        'a privacy thread died; its request failed and a new thread took its place',
+      ),
+  });
   const metrics = await startMetricsServer('policy', config.METRICS_HOST, config.METRICS_PORT);
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
-    services: [policyService(catalogues)],
+    services: [policyService(catalogues, privacyStep(privacyPool))],
     onHandlerFailure: (error, method, requestId) =>
       logger.error({ err: error, method, request_id: requestId }, 'handler failed'),
     observeCall: grpcServerMetrics(metrics.registry),
@@ -28,6 +43,8 @@ void runOrExit(async () => {
     // Catalogue watchers stay subscribed for good: end their streams so that the graceful part can finish.
     catalogues.close();
     await stopped;
+    // Only now: calls still running in the grace period need the threads.
+    await privacyPool.close();
     await metrics.close();
   });
 });

@@ -1,7 +1,5 @@
 import { countByType, createNonce, redact, tokenise } from '@gw/pii';
 import type { Counts } from '@gw/pii';
-import { err, gatewayError, ok } from '@gw/errors';
-import type { Result } from '@gw/errors';
 import { callerTexts } from './caller-texts';
 import type { JsonObject } from './caller-texts';
 
@@ -10,7 +8,7 @@ export type PrivacyMode = 'off' | 'flag' | 'redact' | 'tokenise';
 /** What the privacy mode made of a request body. */
 export interface PrivacyOutcome {
   /** The body to forward; undefined when unchanged. */
-  body?: Buffer;
+  body?: Uint8Array;
   /** `flag`: entities found, by type. */
   flags: Counts;
   /** `tokenise`: placeholder → original, for this request only. */
@@ -18,34 +16,28 @@ export interface PrivacyOutcome {
   nonce: string;
 }
 
-const unchanged = (flags: Counts = {}): PrivacyOutcome => ({ flags, placeholders: {}, nonce: '' });
+export const unchangedBody = (flags: Counts = {}): PrivacyOutcome => ({ flags, placeholders: {}, nonce: '' });
 
 /**
- * Applies a key's privacy mode to every text the caller sent (docs/decisions.md). Fails closed: anything that
- * goes wrong is an api_error and the request is never forwarded unprocessed.
+ * Applies a key's privacy mode to every text the caller sent (docs/decisions.md). Throws when the body is not
+ * what ingress validated. Pure and synchronous, so that it runs the same inline and on a worker thread; it
+ * imports neither gRPC nor the error catalogue, which would cost every thread 60 ms and 4 MB to load.
  */
-export function applyPrivacyMode(mode: PrivacyMode, bodyJson: Uint8Array): Result<PrivacyOutcome> {
-  if (mode === 'off') return ok(unchanged());
-  try {
-    const body = JSON.parse(Buffer.from(bodyJson).toString('utf8')) as JsonObject;
-    const slots = callerTexts(body);
-    const texts = slots.map((slot) => slot.text);
-    if (mode === 'flag') return ok(unchanged(countByType(texts)));
-    if (mode === 'redact') {
-      const redacted = redact(texts);
-      redacted.texts.forEach((text, index) => slots[index]!.replace(text));
-      return ok({ ...unchanged(), body: Buffer.from(JSON.stringify(body)) });
-    }
-    const nonce = createNonce();
-    const tokenised = tokenise(texts, nonce);
-    tokenised.texts.forEach((text, index) => slots[index]!.replace(text));
-    return ok({ body: Buffer.from(JSON.stringify(body)), flags: {}, placeholders: { ...tokenised.map }, nonce });
-  } catch {
-    return err(
-      gatewayError(
-        'api_error',
-        'The privacy step failed for this request; it was not forwarded. Retry once, then contact support quoting the x-request-id header.',
-      ),
-    );
+export function transformBody(mode: PrivacyMode, bodyJson: Uint8Array): PrivacyOutcome {
+  if (mode === 'off') return unchangedBody();
+  // A view, not a copy: the body may be tens of megabytes.
+  const text = Buffer.from(bodyJson.buffer, bodyJson.byteOffset, bodyJson.byteLength).toString('utf8');
+  const body = JSON.parse(text) as JsonObject;
+  const slots = callerTexts(body);
+  const texts = slots.map((slot) => slot.text);
+  if (mode === 'flag') return unchangedBody(countByType(texts));
+  if (mode === 'redact') {
+    const redacted = redact(texts);
+    redacted.texts.forEach((replacement, index) => slots[index]!.replace(replacement));
+    return { ...unchangedBody(), body: Buffer.from(JSON.stringify(body)) };
   }
+  const nonce = createNonce();
+  const tokenised = tokenise(texts, nonce);
+  tokenised.texts.forEach((replacement, index) => slots[index]!.replace(replacement));
+  return { body: Buffer.from(JSON.stringify(body)), flags: {}, placeholders: { ...tokenised.map }, nonce };
 }

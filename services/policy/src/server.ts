@@ -4,8 +4,8 @@ import { err, gatewayError, ok } from '@gw/errors';
 import { authorizeKey, keyPermissionsOf, snapshotMessage } from '@gw/catalogue';
 import type { Catalogue } from '@gw/catalogue';
 import type { CurrentValue } from './current-value';
-import { applyPrivacyMode } from './privacy';
 import type { PrivacyMode as PrivacyModeName } from './privacy';
+import type { PrivacyStep } from './privacy-step';
 
 const { PrivacyMode } = commonv1;
 
@@ -16,8 +16,11 @@ const privacyModes: Partial<Record<commonv1.PrivacyMode, PrivacyModeName>> = {
   [PrivacyMode.TOKENISE]: 'tokenise',
 };
 
-/** Every call reads the catalogue in force when it arrives; a reload replaces it. */
-export function policyService(catalogues: CurrentValue<Catalogue>) {
+/**
+ * Every call reads the catalogue in force when it arrives; a reload replaces it. The privacy step runs large
+ * bodies off this thread, so that one account's body never holds up other calls.
+ */
+export function policyService(catalogues: CurrentValue<Catalogue>, applyPrivacyMode: PrivacyStep) {
   return registration(policyv1.PolicyService, {
     async listModels(request) {
       const permissions = keyPermissionsOf(request.key);
@@ -33,14 +36,14 @@ export function policyService(catalogues: CurrentValue<Catalogue>) {
           })),
       });
     },
-    async authorize(request) {
+    async authorize(request, context) {
       const pools = authorizeKey(catalogues.get(), request.key, request.model);
       if (!pools.ok) return pools;
       const mode = privacyModes[request.key!.privacyMode];
       if (!mode) {
         return err(gatewayError('api_error', 'This API key has no valid privacy mode; the request was not forwarded.'));
       }
-      const privacy = applyPrivacyMode(mode, request.bodyJson);
+      const privacy = await applyPrivacyMode(request.key!.accountId, mode, request.bodyJson, context.signal);
       if (!privacy.ok) return privacy;
       return ok({
         pools: pools.value,

@@ -1,0 +1,38 @@
+import { err, gatewayError, ok } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
+import { transformBody, unchangedBody } from './privacy';
+import type { PrivacyMode, PrivacyOutcome } from './privacy';
+import type { PrivacyPool } from './privacy-pool';
+
+/**
+ * Bodies up to this size run on the gRPC thread: they take at most about a millisecond there, less than the
+ * round trip to a worker thread costs (docs/decisions.md).
+ */
+export const inlineMaxBytes = 16 * 1024;
+
+export const privacyStepFailed = (): GatewayError =>
+  gatewayError(
+    'api_error',
+    'The privacy step failed for this request; it was not forwarded. Retry once, then contact support quoting the x-request-id header.',
+  );
+
+/** Applies a key's privacy mode to a request body of an account; fails closed (never the body unprocessed). */
+export type PrivacyStep = (
+  account: string,
+  mode: PrivacyMode,
+  body: Uint8Array,
+  signal: AbortSignal,
+) => Promise<Result<PrivacyOutcome>>;
+
+/** Mode `off` touches nothing; small bodies run inline, the rest on the pool's threads. */
+export function privacyStep(pool: Pick<PrivacyPool, 'run'>): PrivacyStep {
+  return async (account, mode, body, signal) => {
+    if (mode === 'off') return ok(unchangedBody());
+    if (body.byteLength > inlineMaxBytes) return pool.run(account, mode, body, signal);
+    try {
+      return ok(transformBody(mode, body));
+    } catch {
+      return err(privacyStepFailed());
+    }
+  };
+}
