@@ -22,6 +22,9 @@ export interface RelayState {
   failure?: GatewayError;
   /** Set when a revocation or `expires_at` ended the request. */
   keyStop?: GatewayError;
+  /** performance.now() when the router was called, and when its first event arrived (for the log). */
+  relayStartedAt?: number;
+  firstEventAt?: number;
   /** `message_stop` and a whole answer wait until their usage is durable. */
   heldStop?: string;
   heldMessage?: Uint8Array;
@@ -90,6 +93,7 @@ export async function relay(
       : undefined;
   const restoration = admission.restoration;
   const streamRestoration = restoration && new StreamRestoration(restoration);
+  state.relayStartedAt = performance.now();
   try {
     const events = deps.clients.router.complete(
       {
@@ -104,6 +108,7 @@ export async function relay(
       { signal: AbortSignal.any([request.signal, keyStopped.signal]), requestId: request.requestId },
     );
     for await (const item of events) {
+      state.firstEventAt ??= performance.now();
       if (!item.ok) {
         state.failure = item.error;
         break;

@@ -71,6 +71,7 @@ export async function settle(
   const tokens = consumedTokens(state);
   const billable = admission.live ? billableTokens(tokens) : 0;
   input.releaseLease(BigInt(billable));
+  const usageStartedAt = performance.now();
   await deps.recordUsage({
     eventId: request.requestId,
     accountId: key.accountId,
@@ -93,6 +94,7 @@ export async function settle(
     endedAtUnixMs: BigInt(Date.now()),
     streamed: admission.streamed,
   });
+  const usageMs = performance.now() - usageStartedAt;
   try {
     finishResponse(request, sink, admission, state, end, failure);
   } catch (error) {
@@ -113,6 +115,9 @@ export async function settle(
     input_tokens: tokens.inputTokens,
     output_tokens: tokens.outputTokens,
     billable_tokens: billable,
+    // Where the time went: the router's first event after the call, and the wait for a durable usage event.
+    first_event_ms: elapsedMs(state.relayStartedAt, state.firstEventAt),
+    usage_ms: Math.round(usageMs * 100) / 100,
   });
 }
 
@@ -138,4 +143,8 @@ function finishResponse(
   } else if (state.heldMessage) {
     sink.sendJson(state.heldMessage, state.started?.region ?? '');
   }
+}
+
+function elapsedMs(from: number | undefined, to: number | undefined): number | undefined {
+  return from === undefined || to === undefined ? undefined : Math.round((to - from) * 100) / 100;
 }
