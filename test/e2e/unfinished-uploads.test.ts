@@ -89,4 +89,21 @@ describe('unfinished uploads count against the concurrency', () => {
     expect(admitted.headers['anthropic-ratelimit-requests-remaining']).toBe('99');
     await waitUntil(leasesHeld, { what: 'the admitted request to free its slot' }, (held) => held === 0);
   });
+
+  it('admits an upload that had arrived when its key was verified in one quota call (no reservation)', async () => {
+    const { key } = await accountWithKey({ concurrency: 2, requests_per_minute: 100 });
+    const quotaCalls = async (method: string) => {
+      const text = await (await fetch(h.metricsUrls.quota!)).text();
+      return text
+        .split('\n')
+        .filter(
+          (line) => line.startsWith('gateway_grpc_server_handled_total{') && line.includes(`grpc_method="${method}"`),
+        )
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    };
+    const before = { reserve: await quotaCalls('Reserve'), acquire: await quotaCalls('Acquire') };
+    expect((await complete('/v1/messages', key)).status).toBe(200);
+    expect(await quotaCalls('Reserve')).toBe(before.reserve);
+    expect(await quotaCalls('Acquire')).toBe(before.acquire + 1);
+  });
 });

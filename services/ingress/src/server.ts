@@ -7,7 +7,7 @@ import { sourceAddress } from '@gw/addresses';
 import type { Logger } from '@gw/telemetry';
 import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
-import { discardRestOfBody, readBody, tooLarge } from './body';
+import { discardRestOfBody, readBody as readRequestBody, tooLarge } from './body';
 import type { BodyBudget, BodyTimeouts, DiscardBounds } from './body';
 import { presentedKey, repeatedCredentialHeader } from './credentials';
 import { handleCountTokens } from './count-tokens';
@@ -144,6 +144,17 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
   response.once('close', () => {
     if (!response.writableFinished) disconnected.abort();
   });
+  let bodyRead: Promise<Result<Buffer>> | undefined;
+  // Read once; a second caller (the check that the upload has arrived, then admission) shares the read.
+  const readBody = (limitBytes: number) =>
+    (bodyRead ??= (async () => {
+      const reservation = options.bodyBudget.reservation();
+      // The body is in use until the response is over, however it ends (the client may go first).
+      response.once('close', reservation.release);
+      const body = await readRequestBody(request, { limitBytes, timeouts: options.bodyTimeouts, reservation });
+      if (!body.ok) discardBeforeClosing(request, response, options);
+      return body;
+    })());
   const protocolHeaders: Record<string, string> = {};
   for (const name of protocolHeaderNames) {
     const value = request.headers[name];
@@ -157,13 +168,11 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
       request.headers['x-forwarded-for'] as string | undefined,
       options.trustedProxies,
     ),
-    readBody: async (limitBytes) => {
-      const reservation = options.bodyBudget.reservation();
-      // The body is in use until the response is over, however it ends (the client may go first).
-      response.once('close', reservation.release);
-      const body = await readBody(request, { limitBytes, timeouts: options.bodyTimeouts, reservation });
-      if (!body.ok) discardBeforeClosing(request, response, options);
-      return body;
+    readBody,
+    bodyArrived: async (limitBytes) => {
+      const read = readBody(limitBytes).then(() => true);
+      // setImmediate runs after this turn's I/O: whatever of the upload the socket held has been parsed.
+      return Promise.race([read, new Promise<boolean>((resolve) => setImmediate(resolve, false))]);
     },
     contentType: request.headers['content-type'],
     discardBody: () => discardBeforeClosing(request, response, options),

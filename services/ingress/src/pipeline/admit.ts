@@ -5,6 +5,7 @@ import type { quotav1 } from '@gw/proto';
 import { windowOf } from '../rate-limit';
 import type { Restoration } from '../restoration';
 import { isJsonContentType, parseMessagesBody } from '../validation';
+import type { LeaseRef } from '../leases';
 import type { Reservation } from './reserve';
 import type { Authorization, CallerRequest, MessagesDeps } from './types';
 
@@ -18,6 +19,9 @@ export interface Admission {
   /** The body to send upstream: the caller's, or the one the privacy mode produced. */
   body: Uint8Array;
   pools: Authorization['pools'];
+  /** The concurrency lease the request holds, and how long quota keeps it after each renewal. */
+  lease: LeaseRef;
+  leaseTtlMs: number;
   /** The per-minute window, this request counted in it. */
   window: RateLimitWindow;
   limits: quotav1.EffectiveLimits | undefined;
@@ -36,17 +40,18 @@ export const notJsonError = () =>
   gatewayError('invalid_request_error', 'Content-Type must be application/json; the body is JSON.');
 
 /**
- * Stage 3, for a verified key holding a reserved slot: media type and body (413/400), policy
- * (404/403/422), billing availability (503), then the limits for the reserved lease (429), in that
- * order. Nothing is sent upstream and no per-minute slot or allowance is consumed until every check has
- * passed. The caller releases the reserved lease after any refusal (quota has freed it already when it
- * refused the Acquire itself, but a lost reply leaves that unknown).
+ * Stage 3, for a verified key: media type and body (413/400), policy (404/403/422), billing
+ * availability (503), then the limits (429), in that order. Nothing is sent upstream and no per-minute
+ * slot or allowance is consumed until every check has passed. With a reservation, Acquire charges that
+ * lease, and the caller releases it after any refusal (quota has freed it already when it refused the
+ * Acquire itself, but a lost reply leaves that unknown); without one (the upload had all arrived when the
+ * key was verified), Acquire takes the concurrency slot together with the rest, in one round trip.
  */
 export async function admit(
   deps: MessagesDeps,
   request: CallerRequest,
   key: commonv1.KeyContext,
-  reservation: Reservation,
+  reservation: Reservation | undefined,
 ): Promise<Result<Admission>> {
   if (!isJsonContentType(request.contentType)) {
     request.discardBody();
@@ -65,7 +70,7 @@ export async function admit(
   if (live && deps.billingUnavailable()) return err(billingUnavailableError());
 
   const admitted = await deps.clients.quota.acquire(
-    { key, requestId: request.requestId, leaseId: reservation.lease.leaseId },
+    { key, requestId: request.requestId, leaseId: reservation?.lease.leaseId },
     { requestId: request.requestId },
   );
   if (!admitted.ok) return admitted;
@@ -77,6 +82,12 @@ export async function admit(
     live,
     body: decision.bodyJson ?? raw.value,
     pools: decision.pools,
+    lease: reservation?.lease ?? {
+      accountId: key.accountId,
+      environment: key.environment,
+      leaseId: admitted.value.leaseId,
+    },
+    leaseTtlMs: reservation?.leaseTtlMs ?? Number(admitted.value.leaseTtlMs),
     window: windowOf(admitted.value.window!),
     limits: admitted.value.limits,
     restoration:

@@ -13,8 +13,13 @@ export interface CallerRequest {
   sourceAddress: string;
   /** The request's media type, checked once the key is known. */
   contentType: string | undefined;
-  /** Reads the body, refusing with request_too_large past the limit. */
+  /** Reads the body, refusing with request_too_large past the limit (once: later calls share the read). */
   readBody(limitBytes: number): Promise<Result<Buffer>>;
+  /**
+   * Starts reading the body and tells whether it had all arrived by the end of this turn of the event
+   * loop: an upload that was complete when its key was verified never held a slot unfinished.
+   */
+  bodyArrived(limitBytes: number): Promise<boolean>;
   /**
    * For a refusal before the body was read: the rest of the upload is read and dropped (within
    * bounds) before the connection closes, so that a client still writing reads the refusal.

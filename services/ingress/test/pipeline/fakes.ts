@@ -179,7 +179,11 @@ export function fakes(options: FakeOptions = {}): Fakes {
           quotaCalls.push(`acquire ${request.leaseId ?? 'new'}`);
           const acquired =
             options.acquire ??
-            ok({ leaseId: request.leaseId, leaseTtlMs: 30_000n, window: windowMessage(remainingOf.acquire) });
+            ok({
+              leaseId: request.leaseId ?? 'lease_new',
+              leaseTtlMs: 30_000n,
+              window: windowMessage(remainingOf.acquire),
+            });
           return acquired.ok ? ok(create(quotav1.AcquireResponseSchema, acquired.value)) : acquired;
         },
         peek: async () => {
@@ -250,6 +254,8 @@ export function callerRequest(
     sourceAddress: '127.0.0.1',
     contentType: 'application/json',
     readBody: async () => ok(raw),
+    // By default the upload is still arriving when the key is verified: the reserving path.
+    bodyArrived: async () => false,
     discardBody: () => undefined,
     protocolHeaders: {},
     signal: controller.signal,

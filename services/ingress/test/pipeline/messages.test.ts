@@ -91,6 +91,50 @@ describe('handleMessages: reserve', () => {
   });
 });
 
+describe('handleMessages: an upload that had arrived when the key was verified', () => {
+  const arrived = { bodyArrived: async () => true };
+
+  it('takes its slot with the other limits in one quota call, and holds and releases that lease', async () => {
+    const { quotaCalls, held, released, sink } = await run({}, messagesBody(true), arrived);
+    expect(quotaCalls).toEqual(['acquire new']);
+    expect(held).toEqual(['lease_new']);
+    expect(sink.rateLimit?.remaining).toBe(remainingOf.acquire);
+    expect(released).toEqual([{ leaseId: 'lease_new', billableTokens: 15n }]);
+  });
+
+  it('holds nothing when the limits refuse, and answers with the window the refusal carries', async () => {
+    const refusal = gatewayError('rate_limit_error', 'Too many concurrent requests.', {
+      retryAfterMs: 1_000,
+      rateLimit: { ...window, remaining: 3 },
+    });
+    const { quotaCalls, held, released, sink, router } = await run(
+      { acquire: err(refusal) },
+      messagesBody(true),
+      arrived,
+    );
+    expect(quotaCalls).toEqual(['acquire new']);
+    expect(sink.failure).toEqual(refusal);
+    expect(sink.rateLimit).toEqual(refusal.rateLimit);
+    expect(held).toEqual([]);
+    expect(released).toEqual([]);
+    expect(router.requests).toEqual([]);
+  });
+
+  it('refuses a bad body without any quota call but a look at the window', async () => {
+    const { quotaCalls, held, sink } = await run({}, { model: 'm' }, arrived);
+    expect(sink.failure?.type).toBe('invalid_request_error');
+    expect(quotaCalls).toEqual(['peek']);
+    expect(held).toEqual([]);
+  });
+
+  it('takes the reserving path for a media type that is not JSON', async () => {
+    const bodyArrived = jest.fn(async () => true);
+    const { quotaCalls } = await run({}, 'x', { contentType: 'text/plain', bodyArrived });
+    expect(bodyArrived).not.toHaveBeenCalled();
+    expect(quotaCalls).toEqual(['reserve']);
+  });
+});
+
 describe('handleMessages: admit', () => {
   it('answers a wrong media type with 400 and the reserved window, dropping the upload and freeing the slot', async () => {
     const discardBody = jest.fn();
