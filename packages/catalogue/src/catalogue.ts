@@ -92,6 +92,7 @@ export class Catalogue {
         gatewayError(
           'residency_unavailable',
           `No upstream can serve the model ${quoted(alias)} inside this key's residency tier (${key.residency}). The request was not sent to any other region.`,
+          { reason: key.residency },
         ),
       );
     }

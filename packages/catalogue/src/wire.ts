@@ -19,7 +19,9 @@ export function keyPermissionsOf(key: commonv1.KeyContext | undefined): Result<K
   const residency = key && jurisdictions[key.residency];
   if (!key || !residency) {
     return err(
-      gatewayError('residency_unavailable', 'This API key has no valid residency tier; the request was not routed.'),
+      gatewayError('residency_unavailable', 'This API key has no valid residency tier; the request was not routed.', {
+        reason: 'unspecified',
+      }),
     );
   }
   return ok({ plan: key.plan, residency, allowedModels: key.allowedModels?.values ?? null });

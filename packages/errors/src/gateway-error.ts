@@ -14,6 +14,11 @@ export interface GatewayError {
   message: string;
   retryAfterMs?: number;
   rateLimit?: RateLimitWindow;
+  /**
+   * Which refusal of its type this is (a limit kind, why a key did not verify), so that metrics count
+   * refusals by kind without reading messages. Never sent to the caller: the answer stays the same.
+   */
+  reason?: string;
 }
 
 export function gatewayError(

@@ -37,6 +37,7 @@ export function errorDetailOf(error: GatewayError): commonv1.ErrorDetail {
       remaining: BigInt(error.rateLimit.remaining),
       resetUnixMs: BigInt(error.rateLimit.resetUnixMs),
     },
+    reason: error.reason,
   });
 }
 
@@ -50,6 +51,7 @@ export function gatewayErrorOf(detail: commonv1.ErrorDetail): GatewayError | und
       remaining: Number(detail.rateLimit.remaining),
       resetUnixMs: Number(detail.rateLimit.resetUnixMs),
     },
+    reason: detail.reason,
   });
 }
 

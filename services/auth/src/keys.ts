@@ -45,7 +45,12 @@ export interface KeyServiceDeps {
   now?: () => Date;
 }
 
-const unauthenticated = () => err(gatewayError('authentication_error', authenticationErrorMessage));
+/** Why a key did not verify: for ingress's metrics only, the caller's answer is the same for every reason. */
+export type KeyRefusalReason =
+  'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'suspended' | 'ip_not_allowed';
+
+const unauthenticated = (reason?: KeyRefusalReason) =>
+  err(gatewayError('authentication_error', authenticationErrorMessage, { reason }));
 const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
 const noAccount = (id: string) => err(gatewayError('not_found_error', `No account with id ${quoted(id)}.`));
 const noKey = (id: string) => err(gatewayError('not_found_error', `No key with id ${quoted(id)}.`));
@@ -86,25 +91,31 @@ export class KeyService {
     let found = cache.get(cacheKey);
     if (!found) {
       const stored = await store.findKeyByHashes(hashes);
-      if (!stored || kind === undefined || kind === 'admin') return unauthenticated();
+      if (!stored || kind === undefined || kind === 'admin') {
+        return unauthenticated(presented === '' ? 'missing' : kind === undefined ? 'malformed' : 'unknown');
+      }
       const pepperIndex = peppers.findIndex((pepper) => pepper.id === stored.key.pepperId);
-      if (pepperIndex < 0 || !hashesEqual(stored.key.keyHash, hashes[pepperIndex]!)) return unauthenticated();
+      if (pepperIndex < 0 || !hashesEqual(stored.key.keyHash, hashes[pepperIndex]!)) return unauthenticated('unknown');
       found = { ...stored, allowList: this.allowListOf(stored.key) };
     }
-    if (found.key.revokedAt !== null || (found.key.expiresAt !== null && found.key.expiresAt <= this.now())) {
-      return unauthenticated();
-    }
+    if (found.key.revokedAt !== null) return unauthenticated('revoked');
+    if (found.key.expiresAt !== null && found.key.expiresAt <= this.now()) return unauthenticated('expired');
     cache.set(cacheKey, found);
     if (found.account.suspendedAt !== null) {
       return err(
         gatewayError(
           'permission_error',
           'The account this API key belongs to is suspended. Contact your account administrator.',
+          { reason: 'suspended' },
         ),
       );
     }
     if (found.allowList !== null && !found.allowList.admits(sourceAddress)) {
-      return err(gatewayError('permission_error', 'This API key is not permitted to make this request.'));
+      return err(
+        gatewayError('permission_error', 'This API key is not permitted to make this request.', {
+          reason: 'ip_not_allowed',
+        }),
+      );
     }
     this.deps.lastUsed.record(found.key.id);
     return ok(found);

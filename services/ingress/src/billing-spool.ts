@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DurableUsagePublisher, SpoolFullError, UsageEventProducer } from '@gw/kafka';
-import type { Kafka, UsageEvent } from '@gw/kafka';
+import type { Kafka, UsageEvent, UsageEventPublisher } from '@gw/kafka';
 import { Gauge } from '@gw/telemetry';
 import type { Logger, Registry } from '@gw/telemetry';
 import type { IngressConfig } from './config';
@@ -15,10 +15,21 @@ export function usageSpoolDir(config: Pick<IngressConfig, 'USAGE_SPOOL_DIR' | 'H
   return config.USAGE_SPOOL_DIR ?? join(tmpdir(), `gateway-usage-spool-${config.HTTP_PORT}`);
 }
 
-/** Usage events go to a local durable spool first, then to Kafka. */
-export function createUsagePublisher(kafka: Kafka, config: IngressConfig, logger: Logger): DurableUsagePublisher {
+/** Usage events go to a local durable spool first, then to Kafka; `acknowledged` runs for each event Kafka took. */
+export function createUsagePublisher(
+  kafka: Kafka,
+  config: IngressConfig,
+  logger: Logger,
+  acknowledged: () => void,
+): DurableUsagePublisher {
   const log = logger.child({ component: 'usage-spool' });
-  return new DurableUsagePublisher(new UsageEventProducer(kafka, { topic: config.USAGE_TOPIC }), {
+  const producer = new UsageEventProducer(kafka, { topic: config.USAGE_TOPIC });
+  const counted: UsageEventPublisher = {
+    connect: () => producer.connect(),
+    send: (event) => producer.send(event).then(acknowledged),
+    disconnect: () => producer.disconnect(),
+  };
+  return new DurableUsagePublisher(counted, {
     dir: usageSpoolDir(config),
     maxBytes: config.USAGE_SPOOL_MAX_BYTES,
     log: (level, message, fields) => log[level](fields, message),

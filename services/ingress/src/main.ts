@@ -9,6 +9,7 @@ import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } 
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
 import { BodyBudget } from './body';
 import { createClients } from './clients';
+import { createEdgeMetrics } from './edge-metrics';
 import { authorizeLocallyOrWithPolicy, keyFromAuth } from './decisions';
 import { createHttpServer } from './http-server';
 import { InFlightRequests } from './in-flight';
@@ -40,12 +41,16 @@ void runOrExit(async () => {
     clientId: 'ingress',
     log: (level, message, fields) => logger[level](fields, message),
   });
+  const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
+  const edgeMetrics = createEdgeMetrics(metrics.registry, {
+    models: gatewayConfig.models.map((model) => model.alias),
+    regions: gatewayConfig.regions.map((region) => region.id),
+  });
   // Usage spool: events are kept on disk until Kafka has them; does not wait for Kafka.
-  const publisher = createUsagePublisher(kafka, config, logger);
+  const publisher = createUsagePublisher(kafka, config, logger, edgeMetrics.usageAcknowledged);
   await publisher.connect();
   /** True while the spool cannot take the events of new requests: live requests are refused (503). */
   const usageSpoolFull = (): boolean => publisher.isFull();
-  const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
   registerUsageSpoolMetrics(metrics.registry, publisher);
   const requestLog = logger.child({ event: 'request' });
   const privacyEntities = new Counter({
@@ -117,10 +122,13 @@ void runOrExit(async () => {
         },
         billingUnavailable: usageSpoolFull,
         bodyLimitFor: (plan) => planBodyLimits.get(plan) ?? config.BODY_LIMIT_BYTES,
-        recordUsage: (event) =>
-          publisher
+        recordUsage: (event) => {
+          edgeMetrics.usageHanded();
+          return publisher
             .send(create(eventsv1.UsageEventSchema, event))
-            .catch((error: unknown) => logUsageNotRecorded(logger, event, error)),
+            .then(edgeMetrics.usageDurable, (error: unknown) => logUsageNotRecorded(logger, event, error));
+        },
+        reportSettled: edgeMetrics.settled,
         logRequest: (fields) => requestLog.info(fields),
       },
       {
@@ -134,6 +142,7 @@ void runOrExit(async () => {
         ssePingIntervalMs: config.SSE_PING_INTERVAL_MS,
         trustedProxies: config.TRUSTED_PROXIES,
         rateLimitHeaderPrefix: config.RATE_LIMIT_HEADER_PREFIX,
+        metrics: edgeMetrics,
         logger,
       },
     ),

@@ -11,6 +11,8 @@ import { discardRestOfBody, readBody as readRequestBody, tooLarge } from './body
 import type { BodyBudget, BodyTimeouts, DiscardBounds } from './body';
 import { presentedKey, repeatedCredentialHeader } from './credentials';
 import { handleCountTokens } from './count-tokens';
+import { routeOf, streamErrorType } from './edge-metrics';
+import type { EdgeMetrics } from './edge-metrics';
 import { handleMessages, refuseVerified } from './messages';
 import { authenticate } from './pipeline/authenticate';
 import type { CallerRequest, GatewayDeps, ResponseSink } from './pipeline/types';
@@ -32,6 +34,7 @@ export interface PublicAppOptions {
   ssePingIntervalMs: number;
   /** Peers whose X-Forwarded-For is believed (CIDR ranges or addresses). */
   trustedProxies: readonly string[];
+  metrics: EdgeMetrics;
   logger: Logger;
 }
 
@@ -47,6 +50,8 @@ const uploadsBeingDiscarded = new WeakMap<Response, Promise<void>>();
 /** Sends an error in the spec's envelope with its status and retry headers. */
 export function sendError(response: Response, error: GatewayError): void {
   if (response.headersSent) return;
+  // For the edge metrics: the answer's error type, and the refusal's kind.
+  response.locals.error = error;
   const envelope = JSON.stringify(errorEnvelope(error, requestIdOf(response)));
   response.status(errorCatalogue[error.type].httpStatus).set(retryHeaders(error)).type('application/json');
   const discarding = uploadsBeingDiscarded.get(response);
@@ -101,6 +106,7 @@ function responseSink(response: Response, pingIntervalMs: number, headerPrefix: 
     },
     writeEvent: (event, data) => {
       ping?.refresh();
+      if (event === 'error') response.locals.streamErrorType = streamErrorType(data);
       response.write(sseFrame(event, data));
     },
     endStream: () => {
@@ -122,6 +128,31 @@ function assignRequestId(_request: Request, response: Response, next: NextFuncti
 /** The path is caller text: quoted and cut like any other echoed value. */
 function unknownEndpoint(request: Request): GatewayError {
   return gatewayError('not_found_error', `Unknown endpoint: ${request.method.slice(0, 16)} ${quoted(request.path)}.`);
+}
+
+/** Status of a request whose client left before any answer (nginx's convention), so that it is not taken for a 200. */
+const clientClosedStatus = 499;
+
+/** Counts and times every public request at the edge, however it ends: answered, refused, or the client gone. */
+function observeRequests(metrics: EdgeMetrics) {
+  return (request: Request, response: Response, next: NextFunction) => {
+    const route = routeOf(request.path);
+    const startedAt = performance.now();
+    metrics.requestStarted(route);
+    response.once('close', () => {
+      const error = response.locals.error as GatewayError | undefined;
+      if (error) metrics.refused(error);
+      metrics.requestFinished({
+        route,
+        method: request.method,
+        status: response.headersSent ? response.statusCode : clientClosedStatus,
+        errorType: (response.locals.streamErrorType as string | undefined) ?? error?.type ?? 'none',
+        streamed: String(response.getHeader('content-type')).startsWith('text/event-stream'),
+        seconds: (performance.now() - startedAt) / 1000,
+      });
+    });
+    next();
+  };
 }
 
 function notFound(request: Request, response: Response): void {
@@ -193,7 +224,9 @@ function credentialsPrecheck(options: PublicAppOptions) {
     discardBeforeClosing(request, response, options);
     sendError(
       response,
-      gatewayError('authentication_error', `The request has more than one ${repeated} header; send one API key.`),
+      gatewayError('authentication_error', `The request has more than one ${repeated} header; send one API key.`, {
+        reason: 'malformed',
+      }),
     );
   };
 }
@@ -235,6 +268,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
+  app.use(observeRequests(options.metrics));
   app.use(credentialsPrecheck(options));
 
   app.post('/v1/messages', bodyPrecheck(options), (request: Request, response: Response) => {

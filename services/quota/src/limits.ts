@@ -244,7 +244,7 @@ export class Limits {
           gatewayError(
             'rate_limit_error',
             `Too many requests: the limit is ${limit} per minute. Retry after the window resets.`,
-            { retryAfterMs: Math.max(0, resetUnixMs - this.now().getTime()) },
+            { retryAfterMs: Math.max(0, resetUnixMs - this.now().getTime()), reason: 'per_minute' },
           ),
         );
       case admission.concurrencyFull:
@@ -252,7 +252,7 @@ export class Limits {
           gatewayError(
             'rate_limit_error',
             `Too many concurrent requests: the limit is ${limits.concurrency} in flight. Retry when one has finished.`,
-            { retryAfterMs: 1000 },
+            { retryAfterMs: 1000, reason: 'concurrency' },
           ),
         );
       case admission.allowanceUsed:
@@ -260,6 +260,7 @@ export class Limits {
           gatewayError(
             'quota_exceeded',
             `The monthly token allowance of ${limits.monthlyTokens} tokens is used up. Upgrade the plan or wait for the next billing period.`,
+            { reason: 'quota_exceeded' },
           ),
         );
       case admission.ceilingReached:
@@ -267,6 +268,7 @@ export class Limits {
           gatewayError(
             'quota_exceeded',
             `The hard ceiling of ${limits.hardCeilingTokens} tokens for this billing period is reached. Upgrade the plan or wait for the next billing period.`,
+            { reason: 'hard_ceiling' },
           ),
         );
       case admission.leaseLapsed:

@@ -17,8 +17,9 @@ export interface RelayState {
   startUsage?: TokenCounts;
   /** The latest cumulative `output_tokens` a `message_delta` reported. */
   reportedOutputTokens: number;
-  /** Content deltas written to the client. */
+  /** Content deltas written to the client, and when the first was (Date.now(), for time to first token). */
   deltasRelayed: number;
+  firstDeltaAtUnixMs?: number;
   failure?: GatewayError;
   /** Set when a revocation or `expires_at` ended the request. */
   keyStop?: GatewayError;
@@ -133,7 +134,10 @@ export async function relay(
               continue;
             }
             sink.writeEvent(relayedName, relayedData);
-            if (relayedName === 'content_block_delta') state.deltasRelayed += 1;
+            if (relayedName === 'content_block_delta') {
+              state.deltasRelayed += 1;
+              state.firstDeltaAtUnixMs ??= Date.now();
+            }
           }
           break;
         }

@@ -101,9 +101,24 @@ export async function settle(
     // The connection broke while the end was written: nothing more can reach this client.
     deps.logFailure(error, { request_id: request.requestId, stage: 'settle' });
   }
+  const endedAt = Date.now();
+  const routerFirstEventMs = elapsedMs(state.relayStartedAt, state.firstEventAt);
+  deps.reportSettled({
+    model: admission.model,
+    region: state.started?.region ?? '',
+    environment: key.environment,
+    streamed: admission.streamed,
+    completed: end === 'ok' && failure === undefined,
+    errorType: failure?.type,
+    tokens,
+    seconds: (endedAt - input.startedAt) / 1000,
+    firstTokenSeconds:
+      state.firstDeltaAtUnixMs === undefined ? undefined : (state.firstDeltaAtUnixMs - input.startedAt) / 1000,
+    routerFirstEventSeconds: routerFirstEventMs === undefined ? undefined : routerFirstEventMs / 1000,
+  });
   deps.logRequest({
     request_id: request.requestId,
-    duration_ms: Date.now() - input.startedAt,
+    duration_ms: endedAt - input.startedAt,
     key_id: key.keyId,
     account_id: key.accountId,
     model: admission.model,
@@ -116,7 +131,7 @@ export async function settle(
     output_tokens: tokens.outputTokens,
     billable_tokens: billable,
     // Where the time went: the router's first event after the call, and the wait for a durable usage event.
-    first_event_ms: elapsedMs(state.relayStartedAt, state.firstEventAt),
+    first_event_ms: routerFirstEventMs,
     usage_ms: Math.round(usageMs * 100) / 100,
   });
 }

@@ -2,6 +2,7 @@ import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { commonv1, eventsv1, MessageInitShape, policyv1 } from '@gw/proto';
 import type { CatalogueFollower } from '../catalogue-snapshot';
 import type { Clients } from '../clients';
+import type { SettledRequest } from '../edge-metrics';
 import type { InFlightRequests } from '../in-flight';
 import type { LeaseKeeper } from '../leases';
 import type { Restoration } from '../restoration';
@@ -81,6 +82,8 @@ export interface MessagesDeps {
   inFlight: InFlightRequests;
   /** Hands a usage event to the metering pipeline; resolves once it is durable (or its loss logged), never rejects. */
   recordUsage(event: UsageEventInit): Promise<void>;
+  /** The metrics of a request that reached the relay: tokens, time to first token, the gateway's added time. */
+  reportSettled(request: SettledRequest): void;
   /** One structured line per request: ids and numbers, never content. */
   logRequest(fields: Record<string, unknown>): void;
   /** A failure of the gateway's own code: logged with its stack, never shown to the caller. */

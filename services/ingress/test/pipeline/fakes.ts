@@ -228,6 +228,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
       usage.push(event);
       timeline.push('usage');
     },
+    reportSettled: () => undefined,
     logRequest: () => undefined,
     logFailure: (error) => failures.push(error),
     bodyLimitFor: () => 1024 * 1024,

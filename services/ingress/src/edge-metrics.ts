@@ -1,0 +1,276 @@
+import { isErrorType } from '@gw/errors';
+import type { GatewayError } from '@gw/errors';
+import { commonv1 } from '@gw/proto';
+import { Counter, Gauge, Histogram } from '@gw/telemetry';
+import type { Registry } from '@gw/telemetry';
+import type { TokenCounts } from './weighting';
+
+/** The public routes as metrics name them: a fixed set, whatever path a caller sends. */
+export type Route = 'messages' | 'count_tokens' | 'models' | 'usage' | 'other';
+const routes: readonly Route[] = ['messages', 'count_tokens', 'models', 'usage', 'other'];
+
+export function routeOf(path: string): Route {
+  if (path === '/v1/messages') return 'messages';
+  if (path === '/v1/messages/count_tokens') return 'count_tokens';
+  if (path === '/v1/models' || path.startsWith('/v1/models/')) return 'models';
+  if (path === '/v1/usage') return 'usage';
+  return 'other';
+}
+
+const methods = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+const methodLabel = (method: string) => (methods.has(method) ? method : 'other');
+
+export const limitKinds = ['per_minute', 'concurrency', 'quota_exceeded', 'hard_ceiling'] as const;
+export const authFailureReasons = [
+  'missing',
+  'malformed',
+  'unknown',
+  'revoked',
+  'expired',
+  'ip_not_allowed',
+  'suspended',
+] as const;
+/** A key's residency tier as the catalogue names it; `unspecified` for a key without a valid one. */
+const residencyTiers = ['uk', 'eu', 'unspecified'] as const;
+const tokenKinds = ['input', 'output', 'cache_read', 'cache_write'] as const;
+type Environment = 'live' | 'test';
+/** The label of any value outside a fixed set (a model outside the catalogue, a region not configured). */
+const other = 'other';
+
+/** How one HTTP request ended, as the edge saw it. */
+export interface FinishedRequest {
+  route: Route;
+  method: string;
+  status: number;
+  /** The error type of the answer (its envelope, or the SSE `error` event of a stream), `none` without one. */
+  errorType: string;
+  streamed: boolean;
+  seconds: number;
+}
+
+/** What the messages pipeline reports once a request is settled. */
+export interface SettledRequest {
+  model: string;
+  region: string;
+  environment: commonv1.Environment;
+  streamed: boolean;
+  /** True when the whole answer reached the caller (no failure, not cancelled). */
+  completed: boolean;
+  errorType: string | undefined;
+  tokens: TokenCounts;
+  /** From the request's arrival to its end, to the first content delta written, and from the router call to its first event. */
+  seconds: number;
+  firstTokenSeconds: number | undefined;
+  routerFirstEventSeconds: number | undefined;
+}
+
+export interface EdgeMetrics {
+  requestStarted(route: Route): void;
+  requestFinished(request: FinishedRequest): void;
+  /** Every refusal the edge sends: limit, residency and key refusals are counted by their reason. */
+  refused(error: GatewayError): void;
+  settled(request: SettledRequest): void;
+  usageHanded(): void;
+  usageDurable(): void;
+  usageAcknowledged(): void;
+}
+
+export interface EdgeMetricsOptions {
+  /** The catalogue's model aliases: any other model is labelled `other`. */
+  models: readonly string[];
+  /** The configured regions: any other is labelled `other`. */
+  regions: readonly string[];
+}
+
+const durationBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+const firstTokenBuckets = [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 20, 30, 60];
+const addedBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** The OpenTelemetry GenAI conventions' advised buckets for token counts. */
+const tokenUsageBuckets = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+
+/** Every series of a fixed label set exists from the start, so that rates and alerts see zeros, not gaps. */
+export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOptions): EdgeMetrics {
+  const registers = [registry];
+  const models = new Set(options.models);
+  const regions = new Set(options.regions);
+  const modelLabel = (model: string) => (models.has(model) ? model : other);
+  const regionLabel = (region: string) => (regions.has(region) ? region : other);
+
+  const requests = new Counter({
+    name: 'gateway_http_requests_total',
+    help: 'Public HTTP requests answered, by route, method, status and error type (none for success).',
+    labelNames: ['route', 'method', 'status', 'error_type'],
+    registers,
+  });
+  const duration = new Histogram({
+    name: 'gateway_http_request_duration_seconds',
+    help: 'Time from a request arriving to its response ending (a stream: its last event), by route and streamed.',
+    labelNames: ['route', 'streamed'],
+    buckets: durationBuckets,
+    registers,
+  });
+  const inFlight = new Gauge({
+    name: 'gateway_http_requests_in_flight',
+    help: 'Public HTTP requests arrived and not yet answered, by route.',
+    labelNames: ['route'],
+    registers,
+  });
+  const firstToken = new Histogram({
+    name: 'gateway_time_to_first_token_seconds',
+    help: 'Time from a streamed request arriving to its first content_block_delta written, by model and region.',
+    labelNames: ['model', 'region'],
+    buckets: firstTokenBuckets,
+    registers,
+  });
+  const added = new Histogram({
+    name: 'gateway_added_latency_seconds',
+    help: "The gateway's own time in a whole (not streamed) answer that succeeded: its duration minus the time from the router call to the router's first event.",
+    buckets: addedBuckets,
+    registers,
+  });
+  const tokens = new Counter({
+    name: 'gateway_tokens_total',
+    help: 'Tokens consumed by /v1/messages requests, by model, kind and key environment.',
+    labelNames: ['model', 'kind', 'environment'],
+    registers,
+  });
+  const limitRefusals = new Counter({
+    name: 'gateway_limit_refusals_total',
+    help: 'Requests refused by the account limits, by kind.',
+    labelNames: ['kind'],
+    registers,
+  });
+  const residencyRefusals = new Counter({
+    name: 'gateway_residency_refusals_total',
+    help: "Requests refused because no pool inside the key's residency tier serves them, by tier.",
+    labelNames: ['tier'],
+    registers,
+  });
+  const authFailures = new Counter({
+    name: 'gateway_auth_failures_total',
+    help: 'Requests whose key did not verify, by reason.',
+    labelNames: ['reason'],
+    registers,
+  });
+  const usageEvents = new Counter({
+    name: 'gateway_usage_events_total',
+    help: 'Usage events by stage: handed to the spool, durable on its disk, acknowledged by Kafka.',
+    labelNames: ['stage'],
+    registers,
+  });
+  const genAiDuration = new Histogram({
+    name: 'gen_ai_server_request_duration_seconds',
+    help: 'OpenTelemetry GenAI gen_ai.server.request.duration of /v1/messages requests that reached the relay.',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_request_model', 'error_type'],
+    buckets: durationBuckets,
+    registers,
+  });
+  const genAiFirstToken = new Histogram({
+    name: 'gen_ai_server_time_to_first_token_seconds',
+    help: 'OpenTelemetry GenAI gen_ai.server.time_to_first_token of streamed /v1/messages requests.',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_request_model'],
+    buckets: firstTokenBuckets,
+    registers,
+  });
+  const genAiTokens = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'OpenTelemetry GenAI gen_ai.client.token.usage: tokens per /v1/messages request, by token type.',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_request_model', 'gen_ai_token_type'],
+    buckets: tokenUsageBuckets,
+    registers,
+  });
+
+  const inFlightByRoute = new Map(routes.map((route) => [route, inFlight.labels({ route })]));
+  for (const child of inFlightByRoute.values()) child.set(0);
+  const durationByRoute = new Map(
+    routes.map((route) => [
+      route,
+      { streamed: duration.labels({ route, streamed: 'true' }), whole: duration.labels({ route, streamed: 'false' }) },
+    ]),
+  );
+  const limitByKind = new Map(limitKinds.map((kind) => [kind as string, limitRefusals.labels({ kind })]));
+  const authByReason = new Map(authFailureReasons.map((reason) => [reason as string, authFailures.labels({ reason })]));
+  const residencyByTier = new Map(residencyTiers.map((tier) => [tier as string, residencyRefusals.labels({ tier })]));
+  const [handed, durable, acknowledged] = (['handed', 'durable', 'acknowledged'] as const).map((stage) =>
+    usageEvents.labels({ stage }),
+  );
+  for (const child of [...limitByKind.values(), ...authByReason.values(), ...residencyByTier.values()]) child.inc(0);
+  for (const child of [handed!, durable!, acknowledged!]) child.inc(0);
+
+  /** The token children of one model label, made once: a request adds to them without building labels. */
+  const tokensByModel = new Map<string, Record<Environment, Record<(typeof tokenKinds)[number], Counter.Internal>>>();
+  const tokenChildren = (model: string) => {
+    let children = tokensByModel.get(model);
+    if (children === undefined) {
+      const byKind = (environment: string) =>
+        Object.fromEntries(tokenKinds.map((kind) => [kind, tokens.labels({ model, kind, environment })])) as Record<
+          (typeof tokenKinds)[number],
+          Counter.Internal
+        >;
+      children = { live: byKind('live'), test: byKind('test') };
+      for (const byEnvironment of Object.values(children))
+        for (const child of Object.values(byEnvironment)) child.inc(0);
+      tokensByModel.set(model, children);
+    }
+    return children;
+  };
+  for (const model of [...models, other]) tokenChildren(model);
+
+  return {
+    requestStarted: (route) => inFlightByRoute.get(route)!.inc(),
+    requestFinished(request) {
+      inFlightByRoute.get(request.route)!.dec();
+      requests.inc({
+        route: request.route,
+        method: methodLabel(request.method),
+        status: String(request.status),
+        error_type: request.errorType,
+      });
+      const byStreamed = durationByRoute.get(request.route)!;
+      (request.streamed ? byStreamed.streamed : byStreamed.whole).observe(request.seconds);
+    },
+    refused(error) {
+      if (error.reason === undefined) return;
+      if (error.type === 'authentication_error' || error.type === 'permission_error') {
+        authByReason.get(error.reason)?.inc();
+      } else if (error.type === 'rate_limit_error' || error.type === 'quota_exceeded') {
+        limitByKind.get(error.reason)?.inc();
+      } else if (error.type === 'residency_unavailable') {
+        residencyByTier.get(error.reason)?.inc();
+      }
+    },
+    settled(request) {
+      const model = modelLabel(request.model);
+      const environment = request.environment === commonv1.Environment.LIVE ? 'live' : 'test';
+      const counts = tokenChildren(model)[environment];
+      counts.input.inc(request.tokens.inputTokens);
+      counts.output.inc(request.tokens.outputTokens);
+      counts.cache_read.inc(request.tokens.cacheReadInputTokens);
+      counts.cache_write.inc(request.tokens.cacheCreationInputTokens);
+      const operation = { gen_ai_operation_name: 'chat', gen_ai_request_model: model };
+      genAiTokens.observe({ ...operation, gen_ai_token_type: 'input' }, request.tokens.inputTokens);
+      genAiTokens.observe({ ...operation, gen_ai_token_type: 'output' }, request.tokens.outputTokens);
+      genAiDuration.observe({ ...operation, error_type: request.errorType ?? 'none' }, request.seconds);
+      if (request.firstTokenSeconds !== undefined) {
+        firstToken.observe({ model, region: regionLabel(request.region) }, request.firstTokenSeconds);
+        genAiFirstToken.observe(operation, request.firstTokenSeconds);
+      }
+      if (request.completed && !request.streamed && request.routerFirstEventSeconds !== undefined) {
+        added.observe(Math.max(0, request.seconds - request.routerFirstEventSeconds));
+      }
+    },
+    usageHanded: () => handed!.inc(),
+    usageDurable: () => durable!.inc(),
+    usageAcknowledged: () => acknowledged!.inc(),
+  };
+}
+
+/** The error type of an SSE `error` event's data (the gateway's envelope or the upstream's), `api_error` when unreadable. */
+export function streamErrorType(data: string): string {
+  try {
+    const type = (JSON.parse(data) as { error?: { type?: unknown } }).error?.type;
+    return typeof type === 'string' && isErrorType(type) ? type : 'api_error';
+  } catch {
+    return 'api_error';
+  }
+}
