@@ -10,11 +10,17 @@ import type { Clients } from './clients';
 /** Opens one WatchCatalogue subscription; aborting the signal cancels it. */
 export type CatalogueStream = (signal: AbortSignal) => AsyncIterable<Result<policyv1.WatchCatalogueResponse>>;
 
-/** Policy's WatchCatalogue, without a deadline: the subscription is meant to stay open. */
+/**
+ * Every stream has a deadline, this one too: a subscription is renewed every half hour (the follower
+ * resubscribes at once after a stream that delivered), so that no call lives for ever on a connection.
+ */
+export const catalogueSubscriptionMs = 30 * 60_000;
+
+/** Policy's WatchCatalogue, renewed every catalogueSubscriptionMs. */
 export const catalogueStreamOf =
   (policy: Pick<Clients['policy'], 'watchCatalogue'>): CatalogueStream =>
   (signal) =>
-    policy.watchCatalogue({}, { signal, timeoutMs: 0 });
+    policy.watchCatalogue({}, { signal, timeoutMs: catalogueSubscriptionMs });
 
 /**
  * The wait before resubscribing: the first wait doubled for each attempt in a row that brought no

@@ -39,8 +39,7 @@ export function createClients(config: IngressConfig) {
       maxMessageBytes,
       transport: config.grpcTransport,
     }),
-    // A completion has no deadline: it lives as long as its stream and the client's disconnect cancels
-    // it. Token counts pass their own.
+    // No default deadline here: a completion passes its own (COMPLETION_TIMEOUT_MS), and so does a token count.
     router: createServiceClient(routerv1.RouterService, {
       address: config.ROUTER_ADDRESS,
       callee: 'router',

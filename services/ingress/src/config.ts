@@ -57,6 +57,11 @@ const schema = z.object({
   KEY_CACHE_TTL_MS: env.positiveInt(30_000),
   /** Most verified keys remembered. */
   KEY_CACHE_MAX_ENTRIES: env.positiveInt(100_000),
+  /**
+   * Longest a completion may run through the router (the SDKs give up after 10 minutes); past it the
+   * call ends with an error event and what was delivered is billed.
+   */
+  COMPLETION_TIMEOUT_MS: env.positiveInt(15 * 60_000),
   /** Deadline of a token count through the router. */
   COUNT_TOKENS_TIMEOUT_MS: env.positiveInt(60_000),
   /** Deadline of each call to auth, policy and quota. */

@@ -106,6 +106,7 @@ void runOrExit(async () => {
         authorize: authorizeLocallyOrWithPolicy(catalogueFollower, clients.policy),
         catalogue: catalogueFollower,
         countTokensTimeoutMs: config.COUNT_TOKENS_TIMEOUT_MS,
+        completionTimeoutMs: config.COMPLETION_TIMEOUT_MS,
         leases,
         inFlight,
         logFailure: (error, fields) => logger.error({ ...fields, err: error }, 'request failed in the gateway'),

@@ -106,7 +106,11 @@ export async function relay(
         stream: admission.streamed,
         headers: request.protocolHeaders,
       },
-      { signal: AbortSignal.any([request.signal, keyStopped.signal]), requestId: request.requestId },
+      {
+        signal: AbortSignal.any([request.signal, keyStopped.signal]),
+        requestId: request.requestId,
+        timeoutMs: deps.completionTimeoutMs,
+      },
     );
     for await (const item of events) {
       state.firstEventAt ??= performance.now();

@@ -76,6 +76,8 @@ export interface PipelineClients {
 
 export interface MessagesDeps {
   clients: PipelineClients;
+  /** Deadline of a completion's router stream: no call lives for ever. */
+  completionTimeoutMs: number;
   keys: KeyVerifier;
   authorize: Authorize;
   leases: Pick<LeaseKeeper, 'hold'>;

@@ -129,7 +129,7 @@ export interface Fakes {
   usage: UsageEventInit[];
   /** Order of release and usage against client writes. */
   timeline: string[];
-  router: { requests: routerv1.CompleteRequest[] };
+  router: { requests: routerv1.CompleteRequest[]; timeoutsMs: (number | undefined)[] };
   failures: unknown[];
 }
 
@@ -152,9 +152,10 @@ export function fakes(options: FakeOptions = {}): Fakes {
   const usage: UsageEventInit[] = [];
   const timeline = options.timeline ?? [];
   const failures: unknown[] = [];
-  const router = { requests: [] as routerv1.CompleteRequest[] };
+  const router = { requests: [] as routerv1.CompleteRequest[], timeoutsMs: [] as (number | undefined)[] };
   const script = options.router ?? { events: streamedAnswer(3) };
   const deps: MessagesDeps = {
+    completionTimeoutMs: 60_000,
     keys: { verify: async () => options.verify ?? ok(liveKey) },
     authorize: async () => {
       const decided = options.authorize ?? ok({});
@@ -194,6 +195,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
       router: {
         complete: (request, callOptions) => {
           router.requests.push(create(routerv1.CompleteRequestSchema, request));
+          router.timeoutsMs.push(callOptions?.timeoutMs);
           return (async function* () {
             for (const event of script.events) yield ok(create(routerv1.CompleteResponseSchema, event));
             if (script.hang && callOptions?.signal) {

@@ -350,6 +350,11 @@ describe('handleMessages: relay and settle', () => {
     expect(sink.written.slice(-2)).toEqual(['error', 'end']);
   });
 
+  it('gives the router stream its deadline: no completion lives for ever', async () => {
+    const { router } = await run();
+    expect(router.timeoutsMs).toEqual([60_000]);
+  });
+
   it('fails a router that ends without answering as a gateway error, still releasing the lease', async () => {
     const { sink, released, usage } = await run({ router: { events: [] } });
     expect(sink.failure?.type).toBe('api_error');
