@@ -13,6 +13,8 @@ export interface MessageChunk {
   messages: ReceivedMessage[];
   /** The offset to resume from once this chunk is processed: its last offset + 1. */
   nextOffset: string;
+  /** The partition's end (the offset its next message will get) when the batch was fetched: the lag is the difference. */
+  highWatermark: string;
 }
 
 export interface BatchConsumerOptions {
@@ -64,6 +66,7 @@ export async function startBatchConsumer(kafka: Kafka, options: BatchConsumerOpt
             partition: batch.partition,
             messages: messages.map(({ offset, key, value }) => ({ offset, key, value })),
             nextOffset,
+            highWatermark: batch.highWatermark,
           });
           resolveOffset(lastOffset);
           await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: nextOffset }]);

@@ -52,6 +52,15 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
       rows,
     });
     stopTimer();
+    deps.metrics.consumerLag.set(
+      { partition: String(chunk.partition) },
+      Math.max(0, Number(BigInt(chunk.highWatermark) - BigInt(chunk.nextOffset))),
+    );
+    for (const row of rows) {
+      const endedAt = row.endedAt.getTime();
+      if (endedAt > deps.metrics.newestAppliedEvent.endedAtUnixMs)
+        deps.metrics.newestAppliedEvent.endedAtUnixMs = endedAt;
+    }
     deps.metrics.eventsWritten.inc(recorded.written);
     deps.metrics.duplicatesIgnored.inc(recorded.duplicates);
     for (const event of recorded.unpriced) {

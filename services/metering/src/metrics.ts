@@ -1,4 +1,4 @@
-import { Counter, Histogram } from '@gw/telemetry';
+import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
 
 export interface MeteringMetrics {
@@ -7,10 +7,30 @@ export interface MeteringMetrics {
   eventsSkipped: Counter;
   eventsUnpriced: Counter<'reason'>;
   batchSeconds: Histogram;
+  /** Messages of a partition not yet applied, as of the last chunk stored from it. */
+  consumerLag: Gauge<'partition'>;
+  /** The newest `ended_at` applied so far (ms since the epoch); its age is read at each scrape. */
+  newestAppliedEvent: { endedAtUnixMs: number };
 }
 
-export function meteringMetrics(registry: Registry): MeteringMetrics {
+export function meteringMetrics(registry: Registry, now: () => number = Date.now): MeteringMetrics {
+  const newestAppliedEvent = { endedAtUnixMs: 0 };
+  new Gauge({
+    name: 'gateway_metering_newest_event_age_seconds',
+    help: 'Age of the newest usage event applied (now minus its ended_at); absent until one is applied.',
+    registers: [registry],
+    collect() {
+      if (newestAppliedEvent.endedAtUnixMs > 0) this.set((now() - newestAppliedEvent.endedAtUnixMs) / 1000);
+    },
+  });
   return {
+    newestAppliedEvent,
+    consumerLag: new Gauge({
+      name: 'gateway_metering_consumer_lag_messages',
+      help: 'Usage messages of a partition behind the last one applied, as of the last chunk stored from it.',
+      labelNames: ['partition'],
+      registers: [registry],
+    }),
     eventsWritten: new Counter({
       name: 'metering_usage_events_written_total',
       help: 'Usage events stored for the first time.',

@@ -73,6 +73,35 @@ interface LimitScripts {
   gwRebuild(tokensKey: string, value: number, ttlMs: number): Promise<number>;
 }
 
+/** One call of a limits script on Redis: its time, and whether Redis answered (a refusal is an answer). */
+export type ScriptObserver = (script: string, seconds: number, failed: boolean) => void;
+
+/** The scripts, each timed and its failures counted; the decision itself is unchanged. */
+function observedScripts(scripts: LimitScripts, observe: ScriptObserver): LimitScripts {
+  const timed =
+    <A extends unknown[], R>(script: string, run: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const startedAt = performance.now();
+      try {
+        const reply = await run(...args);
+        observe(script, (performance.now() - startedAt) / 1000, false);
+        return reply;
+      } catch (error) {
+        observe(script, (performance.now() - startedAt) / 1000, true);
+        throw error;
+      }
+    };
+  return {
+    gwReserve: timed('reserve', scripts.gwReserve.bind(scripts)),
+    gwAcquire: timed('acquire', scripts.gwAcquire.bind(scripts)),
+    gwAcquireReserved: timed('acquire_reserved', scripts.gwAcquireReserved.bind(scripts)),
+    gwPeek: timed('peek', scripts.gwPeek.bind(scripts)),
+    gwRenew: timed('renew', scripts.gwRenew.bind(scripts)),
+    gwRelease: timed('release', scripts.gwRelease.bind(scripts)),
+    gwRebuild: timed('rebuild', scripts.gwRebuild.bind(scripts)),
+  };
+}
+
 /** Where the allowance is rebuilt from when its counter is lost. */
 export interface AllowanceSource {
   billableTokens(accountId: string, periodStart: string): Promise<number>;
@@ -108,6 +137,7 @@ export class Limits {
     private readonly allowanceSource: AllowanceSource,
     readonly leaseTtlMs: number,
     private readonly now: () => Date = () => new Date(),
+    observeScript?: ScriptObserver,
   ) {
     redis.defineCommand('gwReserve', { numberOfKeys: 2, lua: reserveScript });
     redis.defineCommand('gwAcquire', { numberOfKeys: 3, lua: acquireScript });
@@ -116,7 +146,8 @@ export class Limits {
     redis.defineCommand('gwRenew', { numberOfKeys: 1, lua: renewScript });
     redis.defineCommand('gwRelease', { numberOfKeys: 3, lua: releaseScript });
     redis.defineCommand('gwRebuild', { numberOfKeys: 1, lua: rebuildScript });
-    this.scripts = redis as unknown as LimitScripts;
+    const scripts = redis as unknown as LimitScripts;
+    this.scripts = observeScript ? observedScripts(scripts, observeScript) : scripts;
   }
 
   limitsOf(caller: Caller): Result<EffectiveLimits> {

@@ -6,6 +6,7 @@ import { createLogger, grpcServerMetrics, onShutdown, startMetricsServer } from 
 import { readQuotaConfig } from './config';
 import { UsageLedger } from './ledger';
 import { Limits } from './limits';
+import { redisMetrics } from './metrics';
 import { quotaService } from './server';
 
 void runOrExit(async () => {
@@ -26,13 +27,15 @@ void runOrExit(async () => {
       : new Redis(config.REDIS_URL, options);
   redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection problem'));
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
+  const metrics = await startMetricsServer('quota', config.METRICS_HOST, config.METRICS_PORT);
   const limits = new Limits(
     redis,
     new Map(gatewayConfig.plans.map((plan) => [plan.id, plan])),
     new UsageLedger(pool),
     config.LEASE_TTL_MS,
+    () => new Date(),
+    redisMetrics(metrics.registry, redis),
   );
-  const metrics = await startMetricsServer('quota', config.METRICS_HOST, config.METRICS_PORT);
   await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
