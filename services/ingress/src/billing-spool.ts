@@ -53,8 +53,19 @@ export function logUsageNotRecorded(
   }
 }
 
-/** Depth of the spool, read at each scrape. */
-export function registerUsageSpoolMetrics(registry: Registry, publisher: Pick<DurableUsagePublisher, 'depth'>): void {
+/** Depth of the spool, and whether it can take events, read at each scrape. */
+export function registerUsageSpoolMetrics(
+  registry: Registry,
+  publisher: Pick<DurableUsagePublisher, 'depth' | 'isFull'>,
+): void {
+  new Gauge({
+    name: 'gateway_billing_available',
+    help: '1 while the usage spool takes events; 0 while it is full and live requests are refused (503).',
+    registers: [registry],
+    collect() {
+      this.set(publisher.isFull() ? 0 : 1);
+    },
+  });
   new Gauge({
     name: 'gateway_usage_spool_events',
     help: 'Usage events kept in the local spool that Kafka has not acknowledged yet.',

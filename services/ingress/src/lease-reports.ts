@@ -48,6 +48,14 @@ export function leaseReports(logger: Logger, registry: Registry): LeaseEvents & 
     },
     watch: (keeper) => {
       new Gauge({
+        name: 'gateway_quota_leases_held',
+        help: 'Concurrency leases this ingress holds and renews; far above the requests in flight means leaked leases.',
+        registers: [registry],
+        collect() {
+          this.set(keeper.count());
+        },
+      });
+      new Gauge({
         name: 'gateway_quota_releases_pending',
         help: 'Lease releases waiting for a retry.',
         registers: [registry],

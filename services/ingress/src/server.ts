@@ -132,6 +132,8 @@ function unknownEndpoint(request: Request): GatewayError {
 
 /** Status of a request whose client left before any answer (nginx's convention), so that it is not taken for a 200. */
 const clientClosedStatus = 499;
+/** The error type of a response cut before its end (the client left mid-stream): not a success. */
+const clientClosedType = 'client_closed';
 
 /** Counts and times every public request at the edge, however it ends: answered, refused, or the client gone. */
 function observeRequests(metrics: EdgeMetrics) {
@@ -146,7 +148,10 @@ function observeRequests(metrics: EdgeMetrics) {
         route,
         method: request.method,
         status: response.headersSent ? response.statusCode : clientClosedStatus,
-        errorType: (response.locals.streamErrorType as string | undefined) ?? error?.type ?? 'none',
+        errorType:
+          (response.locals.streamErrorType as string | undefined) ??
+          error?.type ??
+          (response.writableFinished ? 'none' : clientClosedType),
         streamed: String(response.getHeader('content-type')).startsWith('text/event-stream'),
         seconds: (performance.now() - startedAt) / 1000,
       });

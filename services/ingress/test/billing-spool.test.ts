@@ -50,16 +50,21 @@ describe('logUsageNotRecorded', () => {
 });
 
 describe('registerUsageSpoolMetrics', () => {
-  it('reports the spool depth at each scrape', async () => {
+  it('reports the spool depth and whether billing is available at each scrape', async () => {
     const metrics = await startMetricsServer('ingress', '127.0.0.1', 0);
     try {
       let depth = { events: 3, bytes: 210 };
-      registerUsageSpoolMetrics(metrics.registry, { depth: () => depth });
-      expect(await metrics.registry.metrics()).toMatch(/^gateway_usage_spool_events\{service="ingress"\} 3$/m);
+      let full = true;
+      registerUsageSpoolMetrics(metrics.registry, { depth: () => depth, isFull: () => full });
+      const fullText = await metrics.registry.metrics();
+      expect(fullText).toMatch(/^gateway_usage_spool_events\{service="ingress"\} 3$/m);
+      expect(fullText).toMatch(/^gateway_billing_available\{service="ingress"\} 0$/m);
       depth = { events: 0, bytes: 0 };
+      full = false;
       const text = await metrics.registry.metrics();
       expect(text).toMatch(/^gateway_usage_spool_events\{service="ingress"\} 0$/m);
       expect(text).toMatch(/^gateway_usage_spool_bytes\{service="ingress"\} 0$/m);
+      expect(text).toMatch(/^gateway_billing_available\{service="ingress"\} 1$/m);
     } finally {
       await metrics.close();
     }

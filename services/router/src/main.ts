@@ -6,7 +6,7 @@ import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
 import { createEndpointBalancer } from './balancer';
 import { startHealthChecks } from './health-checks';
-import { createEndpointMetrics, createRouterMetrics } from './metrics';
+import { createEndpointMetrics, createRouterMetrics, registerPoolInfo } from './metrics';
 import { createPoolDirectory } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
@@ -39,6 +39,7 @@ void runOrExit(async () => {
     bodySilenceMs: config.UPSTREAM_BODY_SILENCE_TIMEOUT_MS,
   });
   const endpointMetrics = createEndpointMetrics(metricsServer.registry);
+  registerPoolInfo(metricsServer.registry, pools.values());
   const balancer = createEndpointBalancer(pools, {
     settings: {
       failureThreshold: config.UPSTREAM_EJECT_AFTER_FAILURES,

@@ -64,6 +64,23 @@ export function createEndpointMetrics(registry: Registry): EndpointMetrics {
   };
 }
 
+/**
+ * One series per pool with value 1, naming its residency tier and region, so that alerts and dashboards
+ * join the per-pool and per-endpoint figures to a tier (`* on (pool) group_left (jurisdiction)`).
+ */
+export function registerPoolInfo(
+  registry: Registry,
+  pools: Iterable<{ id: string; jurisdiction: string; region: string }>,
+): void {
+  const info = new Gauge({
+    name: 'router_pool_info',
+    help: 'Always 1: the residency tier (jurisdiction) and region of each upstream pool.',
+    labelNames: ['pool', 'jurisdiction', 'region'],
+    registers: [registry],
+  });
+  for (const pool of pools) info.set({ pool: pool.id, jurisdiction: pool.jurisdiction, region: pool.region }, 1);
+}
+
 export function createRouterMetrics(registry: Registry): RouterMetrics {
   const attempts = new Counter({
     name: 'router_upstream_attempts_total',
