@@ -14,7 +14,7 @@ help:
 
 deps: node_modules/.installed
 
-node_modules/.installed: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard */*/package.json) deploy/local/package.json test/package.json
+node_modules/.installed: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard */*/package.json) deploy/local/package.json dashboard/package.json test/package.json
 	@command -v pnpm >/dev/null || npm install -g pnpm@$(PNPM_VERSION)
 	pnpm install --frozen-lockfile
 	@touch $@
@@ -25,6 +25,7 @@ gen: deps
 
 build: gen
 	pnpm exec tsc -b
+	pnpm --filter @gw/dashboard run build
 
 lint: build
 	pnpm exec tsc -p tsconfig.tests.json

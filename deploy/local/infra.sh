@@ -4,7 +4,7 @@
 #   deploy/local/infra.sh up       start what is not running, then write $GW_STATE_DIR/infra.env
 #   deploy/local/infra.sh down     stop what this state directory started, nothing else
 #   deploy/local/infra.sh status   one line per component; exit code 3 when one is not running
-#   deploy/local/infra.sh tools    install what the tests use besides the servers (openssl); start nothing
+#   deploy/local/infra.sh tools    install what the tests use besides the servers (openssl, chromium); start nothing
 #
 # A server already listening on a component's port is reused and never stopped. What this script
 # starts itself is recorded in $GW_STATE_DIR/run/<component>.pid; `down` stops only those.
@@ -490,9 +490,11 @@ EOF
   cat "$env_file"
 }
 
-# The tests issue throw-away certificates with openssl for mutual TLS between the services.
+# The tests issue throw-away certificates with openssl for mutual TLS between the services, and drive
+# the dashboard in Debian's headless Chromium (npm's puppeteer-core downloads no browser).
 cmd_tools() {
   command -v openssl >/dev/null || apt_install openssl
+  [[ -x /usr/bin/chromium ]] || apt_install chromium
 }
 
 cmd_down() {

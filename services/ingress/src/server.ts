@@ -1,3 +1,4 @@
+import path from 'node:path';
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, quoted, retryHeaders } from '@gw/errors';
@@ -346,16 +347,38 @@ export interface AdminAppOptions {
   logger: Logger;
 }
 
-/** The operator-facing port: health and the admin API (docs/admin-api.md). */
+/** The dashboard's built assets (dashboard/dist, made by `make build`). */
+const dashboardAssets = path.join(path.dirname(require.resolve('@gw/dashboard/package.json')), 'dist');
+
+/**
+ * Every admin-port answer: only the dashboard's own files may run or load (no inline script or style),
+ * it may not be framed, nothing is sniffed or cached, no referrer leaves.
+ */
+const adminSecurityHeaders = {
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/** The operator-facing port: health, the admin API (docs/admin-api.md) and the dashboard at `/`. */
 export function createAdminApp(options: AdminAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.use(assignRequestId);
+  app.use((_request, response, next) => {
+    response.set(adminSecurityHeaders);
+    next();
+  });
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
   app.use('/admin/v1', adminRoutes({ clients: options.clients, operatorToken: options.operatorToken, sendError }));
+  app.use(express.static(dashboardAssets, { index: 'index.html', redirect: false }));
   app.use(notFound);
   app.use(internalError(options.logger));
   return app;

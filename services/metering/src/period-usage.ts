@@ -36,6 +36,31 @@ SELECT model,
  GROUP BY model
  ORDER BY model COLLATE "C"`;
 
+export interface DayUsageLine {
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  requests: bigint;
+  billableTokens: bigint;
+}
+
+// The period's events of one account (index usage_events_account_period), by the UTC day they ended:
+// the same rows, written in the same transaction, as the aggregates above, so the days add up to them.
+const dailyUsageSql = `
+SELECT (ended_at AT TIME ZONE 'UTC')::date::text AS day,
+       COUNT(*)::text                            AS requests,
+       SUM(billable_tokens)::text                AS billable_tokens
+  FROM usage_events
+ WHERE account_id = $1 AND period_start = $2 AND environment = $3
+ GROUP BY 1
+ ORDER BY 1`;
+
+const unreadable = () =>
+  err(
+    gatewayError('overloaded_error', 'The gateway cannot read its usage store. Retry with exponential backoff.', {
+      retryAfterMs: 1000,
+    }),
+  );
+
 /** The metered usage in PostgreSQL, as the usage endpoint reports it. */
 export class PeriodUsageReader {
   constructor(
@@ -50,11 +75,7 @@ export class PeriodUsageReader {
       ({ rows } = await this.pool.query(periodUsageSql, [query.accountId, query.periodStart, query.environment]));
     } catch (error) {
       this.onFailure(error);
-      return err(
-        gatewayError('overloaded_error', 'The gateway cannot read its usage store. Retry with exponential backoff.', {
-          retryAfterMs: 1000,
-        }),
-      );
+      return unreadable();
     }
     const byModel = rows.map((row) => ({
       model: row.model,
@@ -63,5 +84,25 @@ export class PeriodUsageReader {
       costGbp: row.cost_gbp,
     }));
     return ok({ billableTokens: byModel.reduce((total, line) => total + line.billableTokens, 0n), byModel });
+  }
+
+  /** The same usage per day that had any, in day order. */
+  async readDaily(query: PeriodUsageQuery): Promise<Result<DayUsageLine[]>> {
+    try {
+      const { rows } = await this.pool.query<{ day: string; requests: string; billable_tokens: string }>(
+        dailyUsageSql,
+        [query.accountId, query.periodStart, query.environment],
+      );
+      return ok(
+        rows.map((row) => ({
+          day: row.day,
+          requests: BigInt(row.requests),
+          billableTokens: BigInt(row.billable_tokens),
+        })),
+      );
+    } catch (error) {
+      this.onFailure(error);
+      return unreadable();
+    }
   }
 }

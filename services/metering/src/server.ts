@@ -5,7 +5,9 @@ import type { Result } from '@gw/errors';
 import type { PeriodUsageQuery, PeriodUsageReader } from './period-usage';
 
 /** The request as a query, or invalid_request_error naming the field. */
-export function periodUsageQuery(request: meteringv1.GetUsageRequest): Result<PeriodUsageQuery> {
+export function periodUsageQuery(
+  request: Pick<meteringv1.GetUsageRequest, 'accountId' | 'periodStart' | 'environment'>,
+): Result<PeriodUsageQuery> {
   if (request.accountId.length === 0) return err(gatewayError('invalid_request_error', 'account_id: required.'));
   const start = /^(\d{4})-(\d{2})-01$/.exec(request.periodStart);
   const [year, month] = start ? [Number(start[1]), Number(start[2])] : [0, 0];
@@ -27,6 +29,12 @@ export function meteringService(usage: PeriodUsageReader) {
       const query = periodUsageQuery(request);
       if (!query.ok) return query;
       return usage.read(query.value);
+    },
+    async getDailyUsage(request) {
+      const query = periodUsageQuery(request);
+      if (!query.ok) return query;
+      const days = await usage.readDaily(query.value);
+      return days.ok ? ok({ days: days.value }) : days;
     },
   });
 }

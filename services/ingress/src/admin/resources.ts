@@ -1,5 +1,6 @@
 import { commonv1 } from '@gw/proto';
-import type { authv1 } from '@gw/proto';
+import type { authv1, meteringv1 } from '@gw/proto';
+import { roundGbp } from '../usage-report';
 
 /** The JSON shapes of docs/admin-api.md, from the auth service's messages. */
 
@@ -72,5 +73,45 @@ export function adminKeyResource(key: authv1.AdminKey) {
     name: key.name,
     display_prefix: key.displayPrefix,
     created_at: isoOrNull(key.createdAtUnixMs),
+  };
+}
+
+export interface AccountUsageFacts {
+  period: { start: Date; end: Date };
+  plan: string;
+  environment: 'live' | 'test';
+  allowance: number;
+  overageAllowed: boolean;
+  usage: meteringv1.GetUsageResponse;
+  days: meteringv1.DayUsage[];
+}
+
+/** An account's usage in the current period: GET /v1/usage's numbers, the overage, and one line per day. */
+export function accountUsageResource(facts: AccountUsageFacts) {
+  const { allowance, usage } = facts;
+  const used = Number(usage.billableTokens);
+  return {
+    period: { start: facts.period.start.toISOString(), end: facts.period.end.toISOString() },
+    plan: facts.plan,
+    environment: facts.environment,
+    tokens: {
+      allowance,
+      used,
+      remaining: Math.max(0, allowance - used),
+      percent_used: Math.round((used / allowance) * 100 * 10_000) / 10_000,
+      overage_allowed: facts.overageAllowed,
+      overage: Math.max(0, used - allowance),
+    },
+    by_model: usage.byModel.map((line) => ({
+      model: line.model,
+      requests: Number(line.requests),
+      billable_tokens: Number(line.billableTokens),
+      cost_gbp: roundGbp(line.costGbp || '0'),
+    })),
+    daily: facts.days.map((day) => ({
+      day: day.day,
+      requests: Number(day.requests),
+      billable_tokens: Number(day.billableTokens),
+    })),
   };
 }

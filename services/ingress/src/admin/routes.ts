@@ -4,11 +4,13 @@ import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import { tooLarge } from '../body';
 import type { Clients } from '../clients';
+import { billingPeriod } from '../usage-report';
 import { authenticatePrincipal, requireAccount, requireOperator } from './principal';
 import type { Principal } from './principal';
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
 import {
   accountResource,
+  accountUsageResource,
   adminKeyResource,
   environmentNames,
   keyResource,
@@ -162,6 +164,48 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
     }),
   );
 
+  router.get(
+    '/accounts/:id/usage',
+    route(async (request, principal) => {
+      const id = String(request.params.id);
+      const allowed = requireAccount(principal, id);
+      if (!allowed.ok) return allowed;
+      const environmentName = request.query.environment ?? 'live';
+      if (environmentName !== 'live' && environmentName !== 'test') {
+        return err(gatewayError('invalid_request_error', 'environment: expected "live" or "test".'));
+      }
+      const found = await auth.getAccount({ id });
+      if (!found.ok) return found;
+      const account = found.value.account!;
+      const environment = environmentNames[environmentName]!;
+      const period = billingPeriod(new Date());
+      const usageQuery = { accountId: id, periodStart: period.start.toISOString().slice(0, 10), environment };
+      // The allowance in force as quota computes it for a request: the plan's, with the account's overrides.
+      const [peeked, usage, daily] = await Promise.all([
+        clients.quota.peek({
+          key: { accountId: id, environment, plan: account.plan, limitOverrides: account.limits },
+        }),
+        clients.metering.getUsage(usageQuery),
+        clients.metering.getDailyUsage(usageQuery),
+      ]);
+      if (!peeked.ok) return peeked;
+      if (!usage.ok) return usage;
+      if (!daily.ok) return daily;
+      const limits = peeked.value.limits!;
+      return answer(
+        accountUsageResource({
+          period,
+          plan: account.plan,
+          environment: environmentName,
+          allowance: Number(limits.monthlyTokens),
+          overageAllowed: limits.overage,
+          usage: usage.value,
+          days: daily.value.days,
+        }),
+      );
+    }),
+  );
+
   router.post(
     '/accounts/:id/admin-keys',
     route(async (request, principal) => {
@@ -226,6 +270,33 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       if (!found.ok) return found;
       const revoked = await auth.revokeKey({ keyId: found.value.id });
       return revoked.ok ? answer(keyResource(revoked.value.apiKey!)) : revoked;
+    }),
+  );
+
+  // A new key with the old one's settings; the old one keeps working until it is revoked, so that
+  // callers can move over without an outage.
+  router.post(
+    '/keys/:id/rotate',
+    route(async (request, principal) => {
+      const found = await visibleKey(principal, String(request.params.id));
+      if (!found.ok) return found;
+      const old = found.value;
+      if (old.revokedAtUnixMs !== undefined) {
+        return err(gatewayError('invalid_request_error', 'This key is revoked; create a new key instead.'));
+      }
+      const created = await auth.createKey({
+        accountId: old.accountId,
+        name: old.name,
+        environment: old.environment,
+        residency: old.residency,
+        privacyMode: old.privacyMode,
+        allowedModels: old.allowedModels,
+        allowedIps: old.allowedIps,
+        expiresAtUnixMs: old.expiresAtUnixMs,
+      });
+      return created.ok
+        ? answer({ ...keyResource(created.value.apiKey!), key: created.value.key, replaces: old.id }, 201)
+        : created;
     }),
   );
 

@@ -1,0 +1,315 @@
+import { useEffect, useState } from 'preact/hooks';
+import { AdminApiError } from './api';
+import type { AdminClient, CreatedKey, Environment, Key, KeyStatus, NewKey, PrivacyMode, Residency } from './api';
+import { ConfirmDialog, ErrorNote, ShownOnce, Timestamp } from './ui';
+import type { Confirmation } from './ui';
+
+type SortColumn = 'name' | 'environment' | 'status' | 'expires_at' | 'created_at' | 'last_used_at';
+
+const columns: { column: SortColumn; label: string }[] = [
+  { column: 'name', label: 'name' },
+  { column: 'environment', label: 'environment' },
+  { column: 'status', label: 'status' },
+  { column: 'expires_at', label: 'expires' },
+  { column: 'created_at', label: 'created' },
+  { column: 'last_used_at', label: 'last used' },
+];
+
+/** Text fields of the form, written as the API wants them; lists are comma- or space-separated. */
+interface KeyForm {
+  name: string;
+  environment: Environment;
+  residency: Residency;
+  privacy_mode: PrivacyMode;
+  allowed_models: string;
+  allowed_ips: string;
+  /** A datetime-local value, in the browser's zone. */
+  expires_at: string;
+}
+
+const emptyForm: KeyForm = {
+  name: '',
+  environment: 'live',
+  residency: 'eu',
+  privacy_mode: 'off',
+  allowed_models: '',
+  allowed_ips: '',
+  expires_at: '',
+};
+
+const listOrNull = (text: string) => {
+  const entries = text.split(/[\s,]+/).filter((entry) => entry !== '');
+  return entries.length === 0 ? null : entries;
+};
+
+function newKeyOf(accountId: string, form: KeyForm): NewKey {
+  return {
+    account_id: accountId,
+    name: form.name,
+    environment: form.environment,
+    residency: form.residency,
+    privacy_mode: form.privacy_mode,
+    allowed_models: listOrNull(form.allowed_models),
+    allowed_ips: listOrNull(form.allowed_ips),
+    expires_at: form.expires_at === '' ? null : new Date(form.expires_at).toISOString(),
+  };
+}
+
+function Choice<T extends string>(props: { value: T; options: readonly T[]; onChange: (value: T) => void }) {
+  return (
+    <select value={props.value} onChange={(event) => props.onChange(event.currentTarget.value as T)}>
+      {props.options.map((option) => (
+        <option key={option} value={option}>
+          {option}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+/** Key creation with every attribute; the API's refusal is shown beside the field it names. */
+function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreated: (key: CreatedKey) => void }) {
+  const [form, setForm] = useState(emptyForm);
+  const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
+  const [error, setError] = useState<string>();
+  const set = <F extends keyof KeyForm>(field: F, value: KeyForm[F]) => setForm({ ...form, [field]: value });
+  const besideField = (field: keyof KeyForm) =>
+    fieldError?.field === field ? (
+      <span class="field-error" data-field-error={field} role="alert">
+        {fieldError.message}
+      </span>
+    ) : null;
+  const submit = (event: Event) => {
+    event.preventDefault();
+    setFieldError(undefined);
+    setError(undefined);
+    props.client.createKey(newKeyOf(props.accountId, form)).then(
+      (created) => {
+        setForm(emptyForm);
+        props.onCreated(created);
+      },
+      (failure: Error) => {
+        if (failure instanceof AdminApiError && failure.field !== undefined && failure.field in emptyForm) {
+          setFieldError({ field: failure.field, message: failure.message });
+        } else setError(failure.message);
+      },
+    );
+  };
+  return (
+    <form class="key-form" onSubmit={submit} data-testid="create-key">
+      <h3>New key</h3>
+      <label>
+        name
+        <input name="name" required value={form.name} onInput={(event) => set('name', event.currentTarget.value)} />
+        {besideField('name')}
+      </label>
+      <label>
+        environment
+        <Choice value={form.environment} options={['live', 'test']} onChange={(value) => set('environment', value)} />
+      </label>
+      <label>
+        residency
+        <Choice value={form.residency} options={['eu', 'uk']} onChange={(value) => set('residency', value)} />
+      </label>
+      <label>
+        privacy mode
+        <Choice
+          value={form.privacy_mode}
+          options={['off', 'flag', 'redact', 'tokenise']}
+          onChange={(value) => set('privacy_mode', value)}
+        />
+      </label>
+      <label>
+        allowed models
+        <input
+          name="allowed_models"
+          placeholder="every model of the plan"
+          value={form.allowed_models}
+          onInput={(event) => set('allowed_models', event.currentTarget.value)}
+        />
+        {besideField('allowed_models')}
+      </label>
+      <label>
+        allowed addresses
+        <input
+          name="allowed_ips"
+          placeholder="any address; e.g. 192.0.2.0/24, 2001:db8::7"
+          value={form.allowed_ips}
+          onInput={(event) => set('allowed_ips', event.currentTarget.value)}
+        />
+        {besideField('allowed_ips')}
+      </label>
+      <label>
+        expires
+        <input
+          name="expires_at"
+          type="datetime-local"
+          value={form.expires_at}
+          onInput={(event) => set('expires_at', event.currentTarget.value)}
+        />
+        {besideField('expires_at')}
+      </label>
+      <button type="submit">Create key</button>
+      <ErrorNote message={error} />
+    </form>
+  );
+}
+
+const compareKeys = (column: SortColumn) => (left: Key, right: Key) =>
+  (left[column] ?? '').localeCompare(right[column] ?? '');
+
+/** An account's keys: the table, creation, rotation and revocation. */
+export function KeysPanel(props: { client: AdminClient; accountId: string }) {
+  const { client, accountId } = props;
+  const [keys, setKeys] = useState<Key[]>([]);
+  const [error, setError] = useState<string>();
+  const [statusFilter, setStatusFilter] = useState<KeyStatus | 'all'>('all');
+  const [environmentFilter, setEnvironmentFilter] = useState<Environment | 'all'>('all');
+  const [sort, setSort] = useState<{ column: SortColumn; descending: boolean }>({
+    column: 'created_at',
+    descending: true,
+  });
+  const [shown, setShown] = useState<{ key: CreatedKey; note: string }>();
+  const [confirmation, setConfirmation] = useState<Confirmation>();
+
+  const load = () => client.listKeys(accountId).then(setKeys, (failure: Error) => setError(failure.message));
+  useEffect(() => {
+    void load();
+  }, [client, accountId]);
+
+  const visible = keys
+    .filter((key) => statusFilter === 'all' || key.status === statusFilter)
+    .filter((key) => environmentFilter === 'all' || key.environment === environmentFilter)
+    .sort(compareKeys(sort.column));
+  if (sort.descending) visible.reverse();
+
+  const rotate = (key: Key) =>
+    client.rotateKey(key.id).then(
+      (created) => {
+        setShown({
+          key: created,
+          note: `This key replaces ${key.name} (${key.display_prefix}…), with the same settings. Both keys work until you revoke the old one: move your callers over, then revoke ${key.display_prefix}….`,
+        });
+        return load();
+      },
+      (failure: Error) => setError(failure.message),
+    );
+  const askRevoke = (key: Key) =>
+    setConfirmation({
+      message: `Revoke key "${key.name}" (${key.display_prefix}…)? Requests with it are refused from now on; this cannot be undone.`,
+      action: 'Revoke',
+      run: () => client.revokeKey(key.id).then(load),
+    });
+
+  return (
+    <div>
+      {shown ? (
+        <ShownOnce
+          title={`Key ${shown.key.name} (${shown.key.display_prefix}…)`}
+          value={shown.key.key}
+          note={shown.note}
+          onDismiss={() => setShown(undefined)}
+        />
+      ) : null}
+      <div class="toolbar">
+        <label>
+          status
+          <Choice
+            value={statusFilter}
+            options={['all', 'active', 'revoked', 'expired']}
+            onChange={(value) => setStatusFilter(value)}
+          />
+        </label>
+        <label>
+          environment
+          <Choice
+            value={environmentFilter}
+            options={['all', 'live', 'test']}
+            onChange={(value) => setEnvironmentFilter(value)}
+          />
+        </label>
+        <button type="button" class="secondary" onClick={() => void load()}>
+          Refresh
+        </button>
+      </div>
+      <ErrorNote message={error} />
+      <table data-testid="keys">
+        <thead>
+          <tr>
+            {columns.map(({ column, label }) => (
+              <th
+                key={column}
+                aria-sort={sort.column === column ? (sort.descending ? 'descending' : 'ascending') : 'none'}
+              >
+                <button
+                  type="button"
+                  class="sort"
+                  onClick={() => setSort({ column, descending: sort.column === column ? !sort.descending : false })}
+                >
+                  {label}
+                  {sort.column === column ? (sort.descending ? ' ▼' : ' ▲') : ''}
+                </button>
+              </th>
+            ))}
+            <th>prefix</th>
+            <th>residency</th>
+            <th>privacy</th>
+            <th>models</th>
+            <th>addresses</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {visible.map((key) => (
+            <tr key={key.id} data-key-id={key.id} class={key.status}>
+              <td>{key.name}</td>
+              <td>{key.environment}</td>
+              <td class={`status ${key.status}`} data-testid="key-status">
+                {key.status}
+                {key.revoked_at ? <Timestamp iso={key.revoked_at} /> : null}
+              </td>
+              <td>
+                <Timestamp iso={key.expires_at} none="never" />
+              </td>
+              <td>
+                <Timestamp iso={key.created_at} />
+              </td>
+              <td data-testid="last-used">
+                <Timestamp iso={key.last_used_at} />
+              </td>
+              <td>
+                <code>{key.display_prefix}…</code>
+              </td>
+              <td>{key.residency}</td>
+              <td>{key.privacy_mode}</td>
+              <td>{key.allowed_models?.join(', ') ?? <span class="muted">all</span>}</td>
+              <td>{key.allowed_ips?.join(', ') ?? <span class="muted">any</span>}</td>
+              <td class="actions">
+                {key.status === 'active' ? (
+                  <button type="button" onClick={() => void rotate(key)}>
+                    Rotate
+                  </button>
+                ) : null}
+                {key.status === 'revoked' ? null : (
+                  <button type="button" class="danger" onClick={() => askRevoke(key)}>
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {visible.length === 0 ? <p class="muted">No keys match.</p> : null}
+      <CreateKeyForm
+        client={client}
+        accountId={accountId}
+        onCreated={(created) => {
+          setShown({ key: created, note: 'Give it to the caller now; the table shows only its prefix.' });
+          void load();
+        }}
+      />
+      {confirmation ? <ConfirmDialog confirmation={confirmation} onClose={() => setConfirmation(undefined)} /> : null}
+    </div>
+  );
+}
