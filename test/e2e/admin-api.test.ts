@@ -133,4 +133,53 @@ describe('admin API', () => {
     expect(cleared.body.limits.requests_per_minute).toBeNull();
     expect((await admin(h, 'PATCH', `/accounts/${own.id}/limits`, {})).status).toBe(400);
   });
+
+  it('rotates a key into a new one with the same settings, the old one working until revoked', async () => {
+    const old = await admin<{ id: string; key: string }>(h, 'POST', '/keys', {
+      account_id: own.id,
+      name: 'rotate-me',
+      environment: 'test',
+      residency: 'eu',
+      privacy_mode: 'redact',
+      allowed_models: ['claude-sonnet-5'],
+      allowed_ips: ['127.0.0.0/8'],
+    });
+    const rotated = await asAdminKey<Record<string, unknown>>(adminKey, 'POST', `/keys/${old.body.id}/rotate`);
+    expect(rotated.status).toBe(201);
+    expect(rotated.body).toMatchObject({
+      account_id: own.id,
+      name: 'rotate-me',
+      environment: 'test',
+      residency: 'eu',
+      privacy_mode: 'redact',
+      allowed_models: ['claude-sonnet-5'],
+      allowed_ips: ['127.0.0.0/8'],
+      status: 'active',
+      replaces: old.body.id,
+      key: expect.stringMatching(/^gw_test_/),
+    });
+    expect(rotated.body.id).not.toBe(old.body.id);
+    expect((await admin<{ status: string }>(h, 'GET', `/keys/${old.body.id}`)).body.status).toBe('active');
+    await admin(h, 'POST', `/keys/${old.body.id}/revoke`);
+    const again = await admin<{ error: { type: string } }>(h, 'POST', `/keys/${old.body.id}/rotate`);
+    expect(again.status).toBe(400);
+    expect(again.body.error.type).toBe('invalid_request_error');
+  });
+
+  it("reports an account's usage this month to its admin key and the operator only", async () => {
+    const usage = await asAdminKey<{ environment: string; tokens: Record<string, unknown>; daily: unknown[] }>(
+      adminKey,
+      'GET',
+      `/accounts/${own.id}/usage`,
+    );
+    expect(usage.status).toBe(200);
+    expect(usage.body.environment).toBe('live');
+    expect(usage.body.tokens).toEqual(
+      expect.objectContaining({ allowance: 1_000_000, used: 0, remaining: 1_000_000, overage: 0 }),
+    );
+    expect(usage.body.daily).toEqual([]);
+    expect((await asAdminKey(adminKey, 'GET', `/accounts/${other.id}/usage`)).status).toBe(404);
+    expect((await admin(h, 'GET', `/accounts/${other.id}/usage?environment=test`)).status).toBe(200);
+    expect((await admin(h, 'GET', `/accounts/${own.id}/usage?environment=prod`)).status).toBe(400);
+  });
 });

@@ -478,6 +478,19 @@ describe('metering service against real Kafka and PostgreSQL', () => {
     });
     expect(await usage(`acct_${suffix}_nobody`)).toEqual({ billableTokens: 0n, byModel: [] });
 
+    // The same events by the UTC day they ended: they add up to the aggregates.
+    const daily = async (accountId: string) => {
+      const result = await metering.getDailyUsage({
+        accountId,
+        periodStart: '2026-03-01',
+        environment: commonv1.Environment.LIVE,
+      });
+      if (!result.ok) throw new Error(`GetDailyUsage failed: ${result.error.type}: ${result.error.message}`);
+      return result.value.days.map(({ day, requests, billableTokens }) => ({ day, requests, billableTokens }));
+    };
+    expect(await daily(pro)).toEqual([{ day: '2026-03-31', requests: 3n, billableTokens: 1502n }]);
+    expect(await daily(`acct_${suffix}_nobody`)).toEqual([]);
+
     const refused = await metering.getUsage({
       accountId: pro,
       periodStart: '2026-03-15',
