@@ -106,10 +106,12 @@ function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreate
       <label>
         environment
         <Choice value={form.environment} options={['live', 'test']} onChange={(value) => set('environment', value)} />
+        {besideField('environment')}
       </label>
       <label>
         residency
         <Choice value={form.residency} options={['eu', 'uk']} onChange={(value) => set('residency', value)} />
+        {besideField('residency')}
       </label>
       <label>
         privacy mode
@@ -118,6 +120,7 @@ function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreate
           options={['off', 'flag', 'redact', 'tokenise']}
           onChange={(value) => set('privacy_mode', value)}
         />
+        {besideField('privacy_mode')}
       </label>
       <label>
         allowed models

@@ -45,7 +45,12 @@ const countOf = async (page: Page, selector: string) =>
 const clickButton = (page: Page, text: string, scope = 'body') =>
   page.locator(`${scope} button::-p-text(${JSON.stringify(text)})`).click();
 
-const fill = (page: Page, selector: string, value: string) => page.locator(selector).fill(value);
+/** Replaces a field's text as a user would: select it all, delete, type. */
+async function fill(page: Page, selector: string, value: string): Promise<void> {
+  await page.click(selector, { count: 3 });
+  await page.keyboard.press('Backspace');
+  if (value !== '') await page.type(selector, value);
+}
 
 async function signIn(page: Page, credential: string): Promise<void> {
   await page.waitForSelector('#credential');
@@ -120,6 +125,15 @@ describe('dashboard', () => {
     const beside = 'label:has(input[name=allowed_ips]) [data-field-error=allowed_ips]';
     await page.waitForSelector(beside);
     expect(await textOf(page, beside)).toMatch(/^allowed_ips\.0: "010\.0\.0\.1"/);
+
+    await fill(page, 'input[name=allowed_ips]', '');
+    await page.type('input[name=allowed_models]', 'no-such-model');
+    await clickButton(page, 'Create key', '[data-testid=create-key]');
+    const besideModels = 'label:has(input[name=allowed_models]) [data-field-error=allowed_models]';
+    await page.waitForSelector(besideModels);
+    expect(await textOf(page, besideModels)).toMatch(/^allowed_models\.0: unknown model "no-such-model"/);
+    expect(await countOf(page, '[data-field-error]')).toBe(1);
+    await fill(page, 'input[name=allowed_models]', '');
     expect(await page.$('[data-testid=shown-once]')).toBeNull();
   });
 
