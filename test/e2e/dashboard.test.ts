@@ -274,4 +274,14 @@ describe('dashboard', () => {
     expect(requestedUrls.filter((url) => !url.startsWith(h.adminUrl) && !url.startsWith('data:'))).toEqual([]);
     expect(policyViolations).toEqual([]);
   });
+
+  it('ends the session after 15 minutes without activity', async () => {
+    expect(await countOf(page, '[data-testid=principal]')).toBe(1);
+    // Chromium's virtual time runs the page's idle timer at once instead of the test waiting 15 minutes.
+    const devtools = await page.createCDPSession();
+    await devtools.send('Emulation.setVirtualTimePolicy', { policy: 'advance', budget: 16 * 60 * 1000 });
+    await page.waitForSelector('#credential');
+    expect(await textOf(page, '.sign-in')).toContain('Signed out after 15 minutes without activity.');
+    expect(await page.content()).not.toContain(adminKey);
+  });
 });
