@@ -267,6 +267,7 @@ export async function sendWithFailover<C extends PoolCall>(
       return { stop: { kind: 'answered', pool: ready.pool, call: ready.call, response: answered.value } };
     failures.push(answered.error);
     if (!movesOn(answered.error)) return { stop: { kind: 'failed', error: errorOfFailures(failures) } };
+    metrics.movedOn(ready.pool.id, outcomeLabel(answered.error));
     return { failure: answered.error };
   };
 

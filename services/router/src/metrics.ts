@@ -6,6 +6,8 @@ import type { TokenUsage } from './completion';
 export interface RouterMetrics {
   /** One attempt on one upstream endpoint; `headersSeconds` when it answered at all. */
   upstreamAttempt(poolId: string, outcome: string, headersSeconds?: number): void;
+  /** An attempt that failed in a way that moves on to the next endpoint or pool. */
+  movedOn(poolId: string, outcome: string): void;
   /** One Complete call, at its end. `outcome` is `ok`, `cancelled`, `incomplete` or an error type. */
   completion(
     labels: { environment: string; poolId: string; outcome: string },
@@ -95,6 +97,12 @@ export function createRouterMetrics(registry: Registry): RouterMetrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
     registers: [registry],
   });
+  const failovers = new Counter({
+    name: 'router_failovers_total',
+    help: 'Failed upstream attempts after which the router moves on to the next endpoint or pool, by pool and outcome.',
+    labelNames: ['pool', 'outcome'],
+    registers: [registry],
+  });
   const completions = new Counter({
     name: 'router_completions_total',
     help: 'Complete calls, by key environment, pool and outcome.',
@@ -119,6 +127,7 @@ export function createRouterMetrics(registry: Registry): RouterMetrics {
       attempts.inc({ pool: poolId, outcome });
       if (seconds !== undefined) headersSeconds.observe({ pool: poolId }, seconds);
     },
+    movedOn: (poolId, outcome) => failovers.inc({ pool: poolId, outcome }),
     completion({ environment, poolId, outcome }, seconds, usage) {
       completions.inc({ environment, pool: poolId, outcome });
       completionSeconds.observe({ environment }, seconds);

@@ -59,4 +59,8 @@ export function recordingLogger() {
   return { logger, lines };
 }
 
-export const noMetrics: RouterMetrics = { upstreamAttempt: () => undefined, completion: () => undefined };
+export const noMetrics: RouterMetrics = {
+  upstreamAttempt: () => undefined,
+  movedOn: () => undefined,
+  completion: () => undefined,
+};
