@@ -32,6 +32,8 @@ finish() {
 trap finish EXIT
 
 bash deploy/local/infra.sh tools
+# helm for the chart's offline tests in the unit run (cached; no download once installed).
+bash deploy/install-helm.sh >/dev/null
 pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
 bash deploy/local/infra.sh up
 set -a

@@ -1,0 +1,178 @@
+{{/* The five gRPC services; ingress is templated apart (StatefulSet, HTTP). */}}
+{{- define "gateway.grpcServices" -}}
+auth policy quota router metering
+{{- end }}
+
+{{- define "gateway.fullname" -}}
+{{- if contains .Chart.Name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of every object; takes (dict "root" $ "service" name). */}}
+{{- define "gateway.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: inference-gateway
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+{{ include "gateway.selectorLabels" . }}
+{{- end }}
+
+{{- define "gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ .service }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end }}
+
+{{- define "gateway.serviceName" -}}
+{{ include "gateway.fullname" .root }}-{{ .service }}
+{{- end }}
+
+{{- define "gateway.image" -}}
+{{ .root.Values.imageRegistry }}{{ .image.repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
+{{- end }}
+
+{{/* Checks run once per render: what the schema cannot say. */}}
+{{- define "gateway.validate" -}}
+{{- if not .Values.grpc.insecure }}
+{{- if and (eq .Values.grpc.tls.source "certManager") (not .Values.grpc.tls.certManager.issuerName) }}
+{{- fail "grpc.tls.certManager.issuerName: name the cert-manager issuer of the services' certificates, or set grpc.insecure: true" }}
+{{- end }}
+{{- if and (eq .Values.grpc.tls.source "existingSecret") (not .Values.grpc.tls.existingSecret) }}
+{{- fail "grpc.tls.existingSecret: name the Secret with tls.crt, tls.key and ca.crt, or set grpc.insecure: true" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.tlsSecretName" -}}
+{{- if eq .root.Values.grpc.tls.source "existingSecret" }}
+{{- .root.Values.grpc.tls.existingSecret }}
+{{- else }}
+{{- include "gateway.serviceName" . }}-tls
+{{- end }}
+{{- end }}
+
+{{- define "gateway.secretEnv" -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .root.Values.secrets.existingSecret }}
+      key: {{ index .root.Values.secrets.keys .key }}
+{{- end }}
+
+{{/* Environment shared by every service; takes (dict "root" $ "service" name). */}}
+{{- define "gateway.commonEnv" -}}
+- name: LOG_LEVEL
+  value: {{ .root.Values.logLevel | quote }}
+- name: METRICS_HOST
+  value: 0.0.0.0
+- name: METRICS_PORT
+  value: {{ (index .root.Values .service).metricsPort | quote }}
+- name: GATEWAY_CONFIG
+  value: /etc/gateway/config/gateway.yaml
+- name: GRPC_MAX_MESSAGE_BYTES
+  value: {{ .root.Values.grpc.maxMessageBytes | int64 | quote }}
+{{- if .root.Values.grpc.insecure }}
+- name: GRPC_INSECURE
+  value: "true"
+{{- else }}
+- name: GRPC_TLS_CERT
+  value: /etc/gateway/tls/tls.crt
+- name: GRPC_TLS_KEY
+  value: /etc/gateway/tls/tls.key
+- name: GRPC_TLS_CA
+  value: /etc/gateway/tls/ca.crt
+{{- end }}
+{{- with .root.Values.otel }}
+{{- if .endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ .protocol | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ printf "gateway-%s" $.service | quote }}
+{{- if .resourceAttributes }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ .resourceAttributes | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $name, $value := (index .root.Values .service).extraEnv }}
+- name: {{ $name }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "gateway.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+privileged: false
+capabilities:
+  drop: [ALL]
+{{- end }}
+
+{{/* Pod annotations: the config checksum rolls every pod when the gateway YAML changes. */}}
+{{- define "gateway.podAnnotations" -}}
+checksum/gateway-config: {{ .root.Values.gatewayConfig | sha256sum }}
+{{- end }}
+
+{{- define "gateway.volumeMounts" -}}
+- name: gateway-config
+  mountPath: /etc/gateway/config
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- if not .root.Values.grpc.insecure }}
+- name: grpc-tls
+  mountPath: /etc/gateway/tls
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "gateway.volumes" -}}
+- name: gateway-config
+  configMap:
+    name: {{ include "gateway.fullname" .root }}-config
+# The root filesystem is read-only; Node and its libraries still want a writable /tmp.
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- if not .root.Values.grpc.insecure }}
+- name: grpc-tls
+  secret:
+    secretName: {{ include "gateway.tlsSecretName" . }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.podSpecCommon" -}}
+automountServiceAccountToken: false
+securityContext:
+  {{- include "gateway.podSecurityContext" . | nindent 2 }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- if .root.Values.topologySpread.enabled }}
+topologySpreadConstraints:
+  {{- range list "topology.kubernetes.io/zone" "kubernetes.io/hostname" }}
+  - maxSkew: 1
+    topologyKey: {{ . }}
+    whenUnsatisfiable: {{ $.root.Values.topologySpread.whenUnsatisfiable }}
+    labelSelector:
+      matchLabels:
+        {{- include "gateway.selectorLabels" $ | nindent 8 }}
+  {{- end }}
+{{- end }}
+{{- end }}
