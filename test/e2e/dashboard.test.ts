@@ -14,6 +14,10 @@ import { admin } from './http';
 const h = harness();
 const model = 'claude-sonnet-5';
 
+interface Limits {
+  monthly_tokens: number | null;
+}
+
 interface UsageReport {
   tokens: { used: number; remaining: number };
   by_model: { model: string; billable_tokens: number }[];
@@ -233,8 +237,36 @@ describe('dashboard', () => {
     await page.screenshot({ path: join(repoRoot, '.local', 'dashboard.png'), fullPage: true });
   });
 
-  it('ends the session on sign-out', async () => {
+  it('suspends and resumes an account after confirmation, and sets and clears a limit override', async () => {
     await clickButton(page, '← All accounts');
+    const row = `tr[data-account-id="${accountId}"]`;
+    const status = () => textOf(page, `${row} .status`);
+    await clickButton(page, 'Suspend', row);
+    expect(await textOf(page, '[data-testid=confirm]')).toContain(`Suspend ${accountName}?`);
+    await clickButton(page, 'Suspend', '[data-testid=confirm]');
+    await waitUntil(status, { what: 'the account to show as suspended' }, (text) => text === 'suspended');
+    await waitUntil(
+      async () => (await messages(rotatedKey)).status,
+      { what: "the account's key to get 403" },
+      (code) => code === 403,
+    );
+    await clickButton(page, 'Resume', row);
+    await clickButton(page, 'Resume', '[data-testid=confirm]');
+    await waitUntil(status, { what: 'the account to show as active' }, (text) => text === 'active');
+
+    const limits = async () => (await admin<{ limits: Limits }>(h, 'GET', `/accounts/${accountId}`)).body.limits;
+    await clickButton(page, 'Limits', row);
+    await fill(page, 'input[name=monthly_tokens]', '5000');
+    await clickButton(page, 'Save limits');
+    await waitUntil(limits, { what: 'the override to be saved' }, (saved) => saved.monthly_tokens === 5000);
+    await clickButton(page, 'Limits', row);
+    expect(await inPage(page, `document.querySelector('input[name=monthly_tokens]').value`)).toBe('5000');
+    await fill(page, 'input[name=monthly_tokens]', '');
+    await clickButton(page, 'Save limits');
+    await waitUntil(limits, { what: 'the override to be cleared' }, (saved) => saved.monthly_tokens === null);
+  });
+
+  it('ends the session on sign-out', async () => {
     await clickButton(page, 'Admin key', `tr[data-account-id="${accountId}"]`);
     await page.type('input[name=admin-key-name]', 'dashboard');
     await clickButton(page, 'Create admin key');
