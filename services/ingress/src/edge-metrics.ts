@@ -197,24 +197,55 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
   for (const child of [...limitByKind.values(), ...authByReason.values(), ...residencyByTier.values()]) child.inc(0);
   for (const child of [handed!, durable!, acknowledged!]) child.inc(0);
 
-  /** The token children of one model label, made once: a request adds to them without building labels. */
-  const tokensByModel = new Map<string, Record<Environment, Record<(typeof tokenKinds)[number], Counter.Internal>>>();
-  const tokenChildren = (model: string) => {
-    let children = tokensByModel.get(model);
+  type TokenKind = (typeof tokenKinds)[number];
+  /** The children of one model label, made once: a settled request observes them without building labels. */
+  interface ModelChildren {
+    tokens: Record<Environment, Record<TokenKind, Counter.Internal>>;
+    genAiInput: Histogram.Internal<string>;
+    genAiOutput: Histogram.Internal<string>;
+    genAiFirstToken: Histogram.Internal<string>;
+    /** By error type (`none` for success), and by region label: made on first use, bounded like the labels. */
+    genAiDuration: Map<string, Histogram.Internal<string>>;
+    firstToken: Map<string, Histogram.Internal<string>>;
+  }
+  const byModel = new Map<string, ModelChildren>();
+  const childrenOf = (model: string): ModelChildren => {
+    let children = byModel.get(model);
     if (children === undefined) {
-      const byKind = (environment: string) =>
-        Object.fromEntries(tokenKinds.map((kind) => [kind, tokens.labels({ model, kind, environment })])) as Record<
-          (typeof tokenKinds)[number],
-          Counter.Internal
-        >;
-      children = { live: byKind('live'), test: byKind('test') };
-      for (const byEnvironment of Object.values(children))
-        for (const child of Object.values(byEnvironment)) child.inc(0);
-      tokensByModel.set(model, children);
+      const byKind = (environment: Environment) =>
+        Object.fromEntries(
+          tokenKinds.map((kind) => {
+            const child = tokens.labels({ model, kind, environment });
+            child.inc(0);
+            return [kind, child];
+          }),
+        ) as Record<TokenKind, Counter.Internal>;
+      const operation = { gen_ai_operation_name: 'chat', gen_ai_request_model: model };
+      children = {
+        tokens: { live: byKind('live'), test: byKind('test') },
+        genAiInput: genAiTokens.labels({ ...operation, gen_ai_token_type: 'input' }),
+        genAiOutput: genAiTokens.labels({ ...operation, gen_ai_token_type: 'output' }),
+        genAiFirstToken: genAiFirstToken.labels(operation),
+        genAiDuration: new Map(),
+        firstToken: new Map(),
+      };
+      byModel.set(model, children);
     }
     return children;
   };
-  for (const model of [...models, other]) tokenChildren(model);
+  const childIn = <T extends string>(
+    children: Map<string, Histogram.Internal<T>>,
+    key: string,
+    make: () => Histogram.Internal<T>,
+  ) => {
+    let child = children.get(key);
+    if (child === undefined) {
+      child = make();
+      children.set(key, child);
+    }
+    return child;
+  };
+  for (const model of [...models, other]) childrenOf(model);
 
   return {
     requestStarted: (route) => inFlightByRoute.get(route)!.inc(),
@@ -241,19 +272,24 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     },
     settled(request) {
       const model = modelLabel(request.model);
-      const environment = request.environment === commonv1.Environment.LIVE ? 'live' : 'test';
-      const counts = tokenChildren(model)[environment];
+      const children = childrenOf(model);
+      const counts = children.tokens[request.environment === commonv1.Environment.LIVE ? 'live' : 'test'];
       counts.input.inc(request.tokens.inputTokens);
       counts.output.inc(request.tokens.outputTokens);
       counts.cache_read.inc(request.tokens.cacheReadInputTokens);
       counts.cache_write.inc(request.tokens.cacheCreationInputTokens);
-      const operation = { gen_ai_operation_name: 'chat', gen_ai_request_model: model };
-      genAiTokens.observe({ ...operation, gen_ai_token_type: 'input' }, request.tokens.inputTokens);
-      genAiTokens.observe({ ...operation, gen_ai_token_type: 'output' }, request.tokens.outputTokens);
-      genAiDuration.observe({ ...operation, error_type: request.errorType ?? 'none' }, request.seconds);
+      children.genAiInput.observe(request.tokens.inputTokens);
+      children.genAiOutput.observe(request.tokens.outputTokens);
+      const errorType = request.errorType ?? 'none';
+      childIn(children.genAiDuration, errorType, () =>
+        genAiDuration.labels({ gen_ai_operation_name: 'chat', gen_ai_request_model: model, error_type: errorType }),
+      ).observe(request.seconds);
       if (request.firstTokenSeconds !== undefined) {
-        firstToken.observe({ model, region: regionLabel(request.region) }, request.firstTokenSeconds);
-        genAiFirstToken.observe(operation, request.firstTokenSeconds);
+        const region = regionLabel(request.region);
+        childIn(children.firstToken, region, () => firstToken.labels({ model, region })).observe(
+          request.firstTokenSeconds,
+        );
+        children.genAiFirstToken.observe(request.firstTokenSeconds);
       }
       if (request.completed && !request.streamed && request.routerFirstEventSeconds !== undefined) {
         added.observe(Math.max(0, request.seconds - request.routerFirstEventSeconds));
