@@ -32,8 +32,9 @@ finish() {
 trap finish EXIT
 
 bash deploy/local/infra.sh tools
-# helm for the chart's offline tests in the unit run (cached; no download once installed).
+# helm, kubeconform and the Kubernetes schemas for the chart's offline tests in the unit run (cached).
 bash deploy/install-helm.sh >/dev/null
+bash deploy/install-kubeconform.sh >/dev/null
 pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
 bash deploy/local/infra.sh up
 set -a

@@ -64,7 +64,7 @@ interface LabelSelector {
 }
 
 interface NetworkPolicyRule {
-  from?: { podSelector?: LabelSelector | Record<string, string>; namespaceSelector?: Record<string, string> }[];
+  from?: { podSelector?: LabelSelector; namespaceSelector?: LabelSelector }[];
   ports: { port: string }[];
 }
 
@@ -425,8 +425,8 @@ describe('NetworkPolicy', () => {
       {
         from: [
           {
-            namespaceSelector: { 'kubernetes.io/metadata.name': 'operations' },
-            podSelector: { 'app.kubernetes.io/name': 'gateway-admin-proxy' },
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'operations' } },
+            podSelector: { matchLabels: { 'app.kubernetes.io/name': 'gateway-admin-proxy' } },
           },
         ],
         ports: [{ port: 'admin', protocol: 'TCP' }],
@@ -508,6 +508,41 @@ describe('gateway YAML and OTLP', () => {
       expect(env.get('OTEL_SERVICE_NAME')?.value).toBe(`gateway-${service}`);
       expect(env.get('OTEL_RESOURCE_ATTRIBUTES')?.value).toBe('deployment.environment=production');
     }
+  });
+});
+
+describe('Kubernetes schemas (kubeconform, strict)', () => {
+  let kubeconform = '';
+  let schemaDir = '';
+  beforeAll(() => {
+    // Cached after the first run (test/run.sh installs it before the unit tests); prints binary and schemas.
+    const installed = execFileSync('bash', [join(repoRoot, 'deploy', 'install-kubeconform.sh')], { encoding: 'utf8' });
+    [kubeconform = '', schemaDir = ''] = installed.trim().split('\n');
+  }, 300_000);
+
+  test.each([
+    ['default values', []],
+    ['values-dev.yaml', devValues],
+    ['values-production.yaml', productionValues],
+  ])('every rendered object of Kubernetes 1.37 is valid (%s)', (_name, args) => {
+    const rendered = helmRun(['template', release, chartDir, '--namespace', namespace, ...args]);
+    expect(rendered.status).toBe(0);
+    // cert-manager and Prometheus Operator kinds have no schema in the Kubernetes set.
+    const run = spawnSync(
+      kubeconform,
+      [
+        '-strict',
+        '-summary',
+        '-skip',
+        'Certificate,ServiceMonitor,PrometheusRule',
+        '-schema-location',
+        `${schemaDir}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
+        '-',
+      ],
+      { input: rendered.stdout, encoding: 'utf8' },
+    );
+    expect(run.stdout).toMatch(/Valid: [1-9]\d*, Invalid: 0, Errors: 0/);
+    expect(run.status).toBe(0);
   });
 });
 
