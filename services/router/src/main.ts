@@ -6,7 +6,7 @@ import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
 import { createEndpointBalancer } from './balancer';
 import { startHealthChecks } from './health-checks';
-import { createEndpointMetrics, createRouterMetrics, registerPoolInfo } from './metrics';
+import { createEndpointMetrics, createRouterMetrics, registerBreakerStates, registerPoolInfo } from './metrics';
 import { createPoolDirectory } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
@@ -49,6 +49,7 @@ void runOrExit(async () => {
     metrics: endpointMetrics,
     logger,
   });
+  registerBreakerStates(metricsServer.registry, () => balancer.status());
   const healthChecks = startHealthChecks({
     pools,
     balancer,

@@ -1,5 +1,7 @@
 import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
+import type { EndpointStatus } from './balancer';
+import type { BreakerState } from './breaker';
 import type { TokenUsage } from './completion';
 
 /** What the router measures; the domain reports through this, Prometheus is behind it. */
@@ -64,6 +66,29 @@ export function createEndpointMetrics(registry: Registry): EndpointMetrics {
     outstanding: (pool, endpoint, count) => outstanding.set({ pool, endpoint }, count),
     probe: (pool, endpoint, outcome) => probes.inc({ pool, endpoint, outcome }),
   };
+}
+
+const breakerStates: readonly BreakerState[] = ['closed', 'open', 'half_open'];
+
+/**
+ * Each endpoint's circuit breaker state, read at each scrape: 1 for the current state, 0 for the others,
+ * so that half-open (one trial request allowed) is told apart from open, which `router_endpoint_healthy`
+ * does not.
+ */
+export function registerBreakerStates(registry: Registry, status: () => EndpointStatus[]): void {
+  new Gauge({
+    name: 'router_endpoint_breaker_state',
+    help: '1 for the circuit breaker state an upstream endpoint is in (closed, open, half_open), 0 for the others.',
+    labelNames: ['pool', 'endpoint', 'state'],
+    registers: [registry],
+    collect() {
+      for (const endpoint of status()) {
+        for (const state of breakerStates) {
+          this.set({ pool: endpoint.poolId, endpoint: endpoint.endpointUrl, state }, endpoint.state === state ? 1 : 0);
+        }
+      }
+    },
+  });
 }
 
 /**
