@@ -177,6 +177,26 @@ describe('ingress edge metrics', () => {
     ]);
   });
 
+  it('counts an upstream failure of a live request by what the caller was told (sim:error)', async () => {
+    const { key } = await keyOf(await account(), { environment: 'live' });
+    const routerMetrics = h.metricsUrls.router!;
+    const before = await scrape(ingressMetrics);
+    const routerBefore = await scrape(routerMetrics);
+    const failed = await ask({ 'x-api-key': key }, { content: 'sim:error=503' });
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    const errorType = (JSON.parse(failed.body) as { error: { type: string } }).error.type;
+    await expectMoved(ingressMetrics, before, [
+      ['gateway_http_requests_total', requests(String(failed.status), errorType), 1],
+      ['gateway_added_latency_seconds_count', {}, 0],
+      ['gateway_usage_events_total', { stage: 'durable' }, 1],
+    ]);
+    const routerAfter = await scrape(routerMetrics);
+    const failedAttempts = (samples: typeof routerAfter) =>
+      total(samples, 'router_upstream_attempts_total') -
+      total(samples, 'router_upstream_attempts_total', { outcome: 'accepted' });
+    expect(failedAttempts(routerAfter) - failedAttempts(routerBefore)).toBeGreaterThanOrEqual(1);
+  });
+
   it('counts key failures by reason', async () => {
     const accountId = await account();
     const revoked = await keyOf(accountId);
