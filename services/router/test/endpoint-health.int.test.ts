@@ -152,7 +152,8 @@ async function startRouter(configPath: string, metricsPort: number): Promise<str
     GRPC_PORT: '0',
     GRPC_INSECURE: 'true',
     METRICS_PORT: String(metricsPort),
-    LOG_LEVEL: 'info',
+    // Debug: the accepted attempt's line is a debug line since the completion's own line is the info one.
+    LOG_LEVEL: 'debug',
     UPSTREAM_STREAM_HEADERS_TIMEOUT_MS: String(headersTimeoutMs),
     UPSTREAM_MESSAGE_TIMEOUT_MS: String(headersTimeoutMs),
     UPSTREAM_HEALTH_INTERVAL_MS: String(probeIntervalMs),
