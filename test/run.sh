@@ -35,6 +35,8 @@ bash deploy/local/infra.sh tools
 # helm, kubeconform and the Kubernetes schemas for the chart's offline tests in the unit run (cached).
 bash deploy/install-helm.sh >/dev/null
 bash deploy/install-kubeconform.sh >/dev/null
+# promtool for the alert rules' tests (Debian's package, unpacked and cached).
+bash deploy/observability/promtool.sh install >/dev/null
 pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
 bash deploy/local/infra.sh up
 set -a

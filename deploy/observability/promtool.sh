@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# promtool, the Prometheus rule checker, built once per pinned version and cached outside the repository.
-#   deploy/observability/promtool.sh install   build it with `go install` unless cached (several minutes cold)
-#   deploy/observability/promtool.sh path      print the cached binary's path; exit 1 when it is not built
+# promtool, the Prometheus rule checker, from Debian's prometheus package (unpacked, nothing installed or
+# started), cached outside the repository by version.
+#   deploy/observability/promtool.sh install   unpack it unless cached (seconds)
+#   deploy/observability/promtool.sh path      print the cached binary's path; exit 1 when it is not there
 set -euo pipefail
 
-PROMTOOL_VERSION=v0.316.0
+PROMETHEUS_DEB_VERSION=2.42.0+ds-5+deb12u1
 cache_dir="${GATEWAY_TOOLS_CACHE:-$HOME/.cache/gateway-tools}"
-binary="$cache_dir/promtool-$PROMTOOL_VERSION"
+binary="$cache_dir/promtool-$PROMETHEUS_DEB_VERSION"
 
 case "${1:-}" in
   path)
@@ -15,12 +16,17 @@ case "${1:-}" in
     ;;
   install)
     if [[ ! -x "$binary" ]]; then
-      command -v go >/dev/null || { echo "promtool: go is not installed" >&2; exit 1; }
-      build_dir="$(mktemp -d)"
-      trap 'rm -rf "$build_dir"' EXIT
-      GOBIN="$build_dir" go install "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"
+      work_dir="$(mktemp -d)"
+      trap 'rm -rf "$work_dir"' EXIT
+      chmod 777 "$work_dir" # apt's download user writes there
+      (cd "$work_dir" && apt-get download "prometheus=$PROMETHEUS_DEB_VERSION" >/dev/null 2>&1) || {
+        # The package lists may be stale on a fresh machine.
+        apt-get update -qq >/dev/null
+        (cd "$work_dir" && apt-get download "prometheus=$PROMETHEUS_DEB_VERSION" >/dev/null)
+      }
+      dpkg -x "$work_dir"/prometheus_*.deb "$work_dir/unpacked"
       mkdir -p "$cache_dir"
-      mv "$build_dir/promtool" "$binary"
+      mv "$work_dir/unpacked/usr/bin/promtool" "$binary"
     fi
     echo "$binary"
     ;;
