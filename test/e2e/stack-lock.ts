@@ -1,14 +1,15 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from '@gw/local-stack';
 import { waitUntil } from '@gw/testing';
 
 /**
- * The end-to-end stack has fixed ports and one database: two runs at once would wreck each other.
- * A run takes this lock before it starts the stack and gives it back after stopping it; a lock left
+ * The end-to-end stack has fixed ports and one database: two runs at once would wreck each other, also
+ * from two checkouts on one machine, so the lock is the machine's (in its temp directory), not the
+ * checkout's. A run takes it before it starts the stack and gives it back after stopping it; a lock left
  * by a process that no longer exists is taken over.
  */
-const lockDir = join(repoRoot, '.local', 'e2e.lock');
+const lockDir = join(tmpdir(), 'gateway-e2e-stack.lock');
 const ownerFile = join(lockDir, 'pid');
 
 function alive(pid: number): boolean {
@@ -39,7 +40,6 @@ async function tryTake(): Promise<boolean> {
 }
 
 export async function takeStackLock(): Promise<void> {
-  await mkdir(join(repoRoot, '.local'), { recursive: true });
   await waitUntil(tryTake, {
     what: 'the end-to-end stack lock (another run holds it)',
     timeoutMs: 30 * 60_000,
