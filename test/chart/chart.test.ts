@@ -257,11 +257,12 @@ describe('probes', () => {
     }
   });
 
-  test('ingress: HTTP /healthz on the public port', () => {
+  test('ingress: HTTP /healthz (alive) and /readyz (ready) on the public port', () => {
     const each = container(render(), 'ingress');
-    for (const probe of [each.startupProbe, each.livenessProbe, each.readinessProbe]) {
+    for (const probe of [each.startupProbe, each.livenessProbe]) {
       expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
     }
+    expect(each.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
   });
 });
 

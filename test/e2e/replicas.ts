@@ -84,7 +84,7 @@ export function startIngressReplica(
       ...grpcTransportEnv(h.grpcTls),
       ...extraEnv,
     },
-    { kind: 'http', url: `http://127.0.0.1:${ports.admin}/healthz` },
+    { kind: 'http', url: `http://127.0.0.1:${ports.admin}/readyz` },
   );
 }
 

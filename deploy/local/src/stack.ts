@@ -162,7 +162,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         USAGE_SPOOL_DIR: join(options.state.root, 'spool', 'ingress'),
         ...options.ingressEnv,
       },
-      health: { kind: 'http', url: `http://${loopback}:${ports.admin}/healthz` },
+      health: { kind: 'http', url: `http://${loopback}:${ports.admin}/readyz` },
     },
   ];
 }

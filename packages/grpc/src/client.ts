@@ -67,6 +67,10 @@ export function channelOptions(
     'grpc.keepalive_timeout_ms': 10_000,
     // Idle connections are pinged too, so that the first call after a quiet spell does not find a dead one.
     'grpc.keepalive_permit_without_calls': 1,
+    // grpc-js backs off up to 120 s between reconnects by default: a service restarted (or started
+    // after its caller) would stay unreachable that long. Retry within seconds instead.
+    'grpc.initial_reconnect_backoff_ms': 250,
+    'grpc.max_reconnect_backoff_ms': 5_000,
     ...(options.maxMessageBytes !== undefined && {
       'grpc.max_receive_message_length': options.maxMessageBytes,
       'grpc.max_send_message_length': options.maxMessageBytes,

@@ -36,6 +36,8 @@ void runOrExit(async () => {
   const clients = createClients(config);
   // Subscribed from the start, so that a catalogue is at hand by the time requests read it.
   const catalogueFollower = new CatalogueFollower({ watch: catalogueStreamOf(clients.policy), logger });
+  /** Ready once policy's catalogue has arrived: requests are then decided, not refused as unavailable. */
+  const ready = () => catalogueFollower.current() !== undefined;
   const kafka = createKafka({
     brokers: config.KAFKA_BROKERS,
     clientId: 'ingress',
@@ -133,6 +135,7 @@ void runOrExit(async () => {
         logRequest: (fields) => requestLog.info(fields),
       },
       {
+        ready,
         bodyLimitBytes: config.BODY_LIMIT_BYTES,
         refusedUploadDiscard: {
           maxBytes: config.REFUSED_UPLOAD_DISCARD_MAX_BYTES,
@@ -151,7 +154,7 @@ void runOrExit(async () => {
   );
   publicServer.keepAliveTimeout = 65_000;
   const adminServer = createHttpServer(
-    createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger }),
+    createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger, ready }),
     receiveBounds,
   );
   await listen(publicServer, config.HTTP_PORT, config.HTTP_HOST);

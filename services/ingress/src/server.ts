@@ -23,6 +23,8 @@ import { handleUsage, usageReportJson } from './usage-report';
 import { pingFrame, sseFrame } from './sse';
 
 export interface PublicAppOptions {
+  /** True once the process can answer requests (`/readyz`). */
+  ready(): boolean;
   bodyLimitBytes: number;
   /** How much of a refused upload is still read (and dropped) so that its client reads the refusal. */
   refusedUploadDiscard: DiscardBounds;
@@ -274,6 +276,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
+  app.get('/readyz', readiness(options.ready));
   app.use(observeRequests(options.metrics));
   app.use(credentialsPrecheck(options));
 
@@ -342,6 +345,8 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
 }
 
 export interface AdminAppOptions {
+  /** True once the process can answer requests (`/readyz`). */
+  ready(): boolean;
   clients: Clients;
   operatorToken: string;
   logger: Logger;
@@ -364,6 +369,17 @@ const adminSecurityHeaders = {
   'cache-control': 'no-store',
 };
 
+/**
+ * Ready to serve: `/healthz` says the process is alive, `/readyz` that it can answer requests (it has
+ * policy's catalogue, which also proves policy reachable), so that no one is sent traffic it would refuse.
+ */
+function readiness(ready: () => boolean) {
+  return (_request: Request, response: Response) => {
+    if (ready()) response.json({ status: 'ready' });
+    else response.status(503).json({ status: 'starting' });
+  };
+}
+
 /** The operator-facing port: health, the admin API (docs/admin-api.md) and the dashboard at `/`. */
 export function createAdminApp(options: AdminAppOptions): express.Express {
   const app = express();
@@ -377,6 +393,7 @@ export function createAdminApp(options: AdminAppOptions): express.Express {
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
+  app.get('/readyz', readiness(options.ready));
   app.use('/admin/v1', adminRoutes({ clients: options.clients, operatorToken: options.operatorToken, sendError }));
   app.use(express.static(dashboardAssets, { index: 'index.html', redirect: false }));
   app.use(notFound);
