@@ -51,6 +51,7 @@ const clickButton = (page: Page, text: string, scope = 'body') =>
 
 /** Replaces a field's text as a user would: select it all, delete, type. */
 async function fill(page: Page, selector: string, value: string): Promise<void> {
+  await page.waitForSelector(selector);
   await page.click(selector, { count: 3 });
   await page.keyboard.press('Backspace');
   if (value !== '') await page.type(selector, value);
@@ -118,7 +119,8 @@ describe('dashboard', () => {
       `[...document.querySelectorAll('tr[data-account-id]')].find((row) => row.textContent.includes(${JSON.stringify(accountName)})).dataset.accountId`,
     );
     expect(accountId).toMatch(/^acct_/);
-    await page.click(`tr[data-account-id="${accountId}"] a`);
+    // A locator waits until the row is there (the list renders after sign-in).
+    await page.locator(`tr[data-account-id="${accountId}"] a`).click();
     await page.waitForSelector('[data-testid=create-key]');
   });
 
@@ -159,7 +161,8 @@ describe('dashboard', () => {
 
   it('shows last used once the key has made a request', async () => {
     expect((await messages(firstKey)).status).toBe(200);
-    await page.click(`tr[data-account-id="${accountId}"] a`);
+    // A locator waits until the row is there (the list renders after sign-in).
+    await page.locator(`tr[data-account-id="${accountId}"] a`).click();
     await page.waitForSelector('[data-testid=keys] tbody tr');
     const lastUsed = await waitUntil(
       async () => {
