@@ -31,19 +31,27 @@ finish() {
 }
 trap finish EXIT
 
-bash deploy/local/infra.sh tools
+# Runs one stage and says how long it took, so that a slow CI run shows where its time went.
+stage() {
+  local name=$1 started=$SECONDS
+  shift
+  "$@"
+  echo "stage: $name took $((SECONDS - started)) s"
+}
+
+stage tools bash deploy/local/infra.sh tools
 # helm, kubeconform and the Kubernetes schemas for the chart's offline tests in the unit run (cached).
-bash deploy/install-helm.sh >/dev/null
-bash deploy/install-kubeconform.sh >/dev/null
+stage helm bash -c 'bash deploy/install-helm.sh >/dev/null'
+stage kubeconform bash -c 'bash deploy/install-kubeconform.sh >/dev/null'
 # promtool for the alert rules' tests (Debian's package, unpacked and cached).
-bash deploy/observability/promtool.sh install >/dev/null
-pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
-bash deploy/local/infra.sh up
+stage promtool bash -c 'bash deploy/observability/promtool.sh install >/dev/null'
+stage unit pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
+stage infrastructure bash deploy/local/infra.sh up
 set -a
 # shellcheck disable=SC1091
 source "$GW_STATE_DIR/infra.env"
 set +a
-pnpm exec jest --config jest.integration.config.js --runInBand --json --outputFile="$results/integration.json"
+stage integration pnpm exec jest --config jest.integration.config.js --runInBand --json --outputFile="$results/integration.json"
 # Chaos tests: they stop and start infrastructure, so they run on a stack of their own
 # (.local/chaos, other ports), which they start and stop themselves.
-pnpm exec jest --config jest.chaos.config.js --runInBand --json --outputFile="$results/chaos.json"
+stage chaos pnpm exec jest --config jest.chaos.config.js --runInBand --json --outputFile="$results/chaos.json"
