@@ -93,6 +93,12 @@ function answerUnreadableRequests(server: Server, bounds: ReceiveBounds): void {
       ? !receiving.response.headersSent
       : exchange === undefined || exchange.response.writableEnded;
     const spoke = !(socket instanceof Socket) || socket.bytesRead > 0;
+    if (refusal && receiving?.response.headersSent && socket.writable) {
+      // Answered before its body had all arrived (a refusal whose upload is being dropped): what was
+      // written leaves before the connection closes, instead of being thrown away with it.
+      socket.end(() => socket.destroy());
+      return;
+    }
     if (!refusal || !answerable || !spoke || !socket.writable) {
       socket.destroy();
       return;
@@ -101,6 +107,49 @@ function answerUnreadableRequests(server: Server, bounds: ReceiveBounds): void {
     const requestId = typeof assigned === 'string' ? assigned : newRequestId();
     socket.end(rawErrorResponse(refusal, requestId), () => socket.destroy());
   });
+}
+
+/** Answers a request the app never sees in the envelope, and closes the connection after it. */
+function refuseBeforeApp(request: IncomingMessage, response: ServerResponse, error: GatewayError): void {
+  const requestId = newRequestId();
+  const body = JSON.stringify(errorEnvelope(error, requestId));
+  request.resume();
+  response.writeHead(httpStatusOf(error.type), {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': requestId,
+    'request-id': requestId,
+    ...retryHeaders(error),
+    connection: 'close',
+  });
+  response.end(body);
+}
+
+/**
+ * Node answers two requests it can parse by itself, with a bare status and no body: an HTTP/1.1 request
+ * without Host (400) and an Expect other than 100-continue (417). Here they get the envelope and a
+ * request id too; the unmet expectation is a 400, since the catalogue has no 417.
+ */
+function answerNodeRefusals(app: RequestListener): RequestListener {
+  return (request, response) => {
+    if (request.httpVersion === '1.1' && request.headers.host === undefined) {
+      refuseBeforeApp(
+        request,
+        response,
+        gatewayError('invalid_request_error', 'An HTTP/1.1 request needs a Host header.'),
+      );
+      return;
+    }
+    app(request, response);
+  };
+}
+
+function refuseExpectation(request: IncomingMessage, response: ServerResponse): void {
+  refuseBeforeApp(
+    request,
+    response,
+    gatewayError('invalid_request_error', 'The Expect header asks for something other than 100-continue.'),
+  );
 }
 
 /** An HTTP/1.1 server with the gateway's bounds on receiving requests and envelope answers to unreadable ones. */
@@ -112,9 +161,12 @@ export function createHttpServer(app: RequestListener, bounds: ReceiveBounds): S
       requestTimeout: bounds.requestTimeoutMs,
       // How often Node looks for requests past those bounds: every 30 s by default, too coarse for them.
       connectionsCheckingInterval: Math.min(1_000, bounds.headersTimeoutMs / 4),
+      // Checked by answerNodeRefusals instead, which answers in the envelope.
+      requireHostHeader: false,
     },
-    app,
+    answerNodeRefusals(app),
   );
+  server.on('checkExpectation', refuseExpectation);
   answerUnreadableRequests(server, bounds);
   return server;
 }

@@ -7,7 +7,8 @@ import type { ReceiveBounds } from '../src/http-server';
 
 /**
  * A server as ingress builds one, in front of a handler that assigns request ids as ingress does and
- * answers `/` at once, `/read` once it has read the body, and `/stream` in two parts far apart.
+ * answers `/` at once, `/read` once it has read the body, `/refuse` at once but ending once the body has
+ * arrived, and `/stream` in two parts far apart.
  */
 async function startServer(bounds: ReceiveBounds) {
   let assigned = 0;
@@ -17,6 +18,13 @@ async function startServer(bounds: ReceiveBounds) {
     response.setHeader('x-request-id', requestId);
     if (request.url === '/read') {
       request.resume().on('end', () => response.end('read'));
+      return;
+    }
+    if (request.url === '/refuse') {
+      // A refusal written whole at once, its end left until the upload is over (as ingress drops it).
+      response.writeHead(401, { 'content-length': '7' });
+      response.write('refused');
+      request.resume().on('end', () => response.end());
       return;
     }
     if (request.url === '/stream') {
@@ -137,6 +145,32 @@ describe('requests Node cannot read are answered in the envelope', () => {
     expect(answersIn(await exchange(server.port, raw)).map((answer) => answer.status)).toEqual([200]);
   });
 
+  it.each([
+    ['an HTTP/1.1 request without Host', 'GET / HTTP/1.1\r\n\r\n', 'An HTTP/1.1 request needs a Host header.'],
+    [
+      'an Expect other than 100-continue',
+      'POST / HTTP/1.1\r\nhost: a\r\nexpect: something\r\ncontent-length: 2\r\n\r\n{}',
+      'The Expect header asks for something other than 100-continue.',
+    ],
+    [
+      'an empty Expect',
+      'GET / HTTP/1.1\r\nhost: a\r\nexpect:\r\n\r\n',
+      'The Expect header asks for something other than 100-continue.',
+    ],
+  ])('answers %s, which Node would refuse bare, with 400 in the envelope', async (_case, raw, message) => {
+    const { status, error } = envelopeAnswer(await exchange(server.port, raw));
+    expect(status).toBe(400);
+    expect(error).toEqual({ type: 'invalid_request_error', message });
+  });
+
+  it('still serves HTTP/1.0 without Host, and a request expecting 100-continue', async () => {
+    const statuses = async (raw: string) => answersIn(await exchange(server.port, raw)).map((answer) => answer.status);
+    expect(await statuses('GET / HTTP/1.0\r\n\r\n')).toEqual([200]);
+    const expecting =
+      'POST /read HTTP/1.1\r\nhost: a\r\nexpect: 100-continue\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}';
+    expect(await statuses(expecting)).toEqual([100, 200]);
+  });
+
   it('answers a malformed request after a good one on the same connection, after its answer', async () => {
     const received = await exchange(server.port, 'GET / HTTP/1.1\r\nhost: a\r\n\r\n', 'BREW / HTTP/1.1\r\n\r\n');
     const [first, second] = answersIn(received);
@@ -150,6 +184,12 @@ describe('requests Node cannot read are answered in the envelope', () => {
     const { status, requestId } = envelopeAnswer(await exchange(server.port, raw));
     expect(status).toBe(400);
     expect(requestId).toMatch(/^req_handler\d+$/);
+  });
+
+  it('delivers an answer written before the body turned out malformed, and adds nothing to it', async () => {
+    const raw = 'POST /refuse HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n';
+    const answers = answersIn(await exchange(server.port, raw));
+    expect(answers.map((answer) => [answer.status, answer.body])).toEqual([[401, 'refused']]);
   });
 
   it('adds nothing to a request already answered whose body turns out malformed', async () => {
