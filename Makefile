@@ -4,12 +4,13 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration bench bench-quota bench-pii bench-gateway clean
+.PHONY: help deps build gen lint up down test test-unit test-integration fuzz bench bench-quota bench-pii bench-gateway clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
 	@echo "make down   stop what make up started"
 	@echo "make test   lint, unit, integration and end-to-end tests"
+	@echo "make fuzz   a longer run of the HTTP fuzz suite (FUZZ_RUNS, FUZZ_SEED); not part of make test"
 	@echo "make bench  benchmarks (bench/README.md); not part of make test"
 
 deps: node_modules/.installed
@@ -43,6 +44,11 @@ test-unit: build
 
 test: lint
 	bash test/run.sh
+
+# The HTTP fuzz suite of `make test` (test/fuzz) with more requests: FUZZ_RUNS (50,000 unless set), FUZZ_SEED
+# to replay a run. It needs the tests' infrastructure and stack, started as `make test` starts them.
+fuzz: build
+	bash test/fuzz/run.sh
 
 # Benchmarks are not tests: `make test` never runs them. They use the PostgreSQL and Redis on loopback
 # named by DATABASE_URL and REDIS_URL, read from the infra.env of the tests' (or `make up`'s)

@@ -7,7 +7,7 @@ const base = require('./jest.base.config');
 module.exports = {
   ...base,
   roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/bench', '<rootDir>/deploy', '<rootDir>/test'],
-  testMatch: ['**/test/**/*.int.test.ts', '<rootDir>/test/e2e/**/*.test.ts'],
+  testMatch: ['**/test/**/*.int.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/fuzz/**/*.test.ts'],
   testTimeout: 60_000,
   globalSetup: '<rootDir>/test/e2e/global-setup.ts',
   globalTeardown: '<rootDir>/test/e2e/global-teardown.ts',
