@@ -196,8 +196,9 @@ describe('CatalogueFollower', () => {
     const timersBefore = activeTimers();
     policy.latest().end();
     await waitUntil(() => policy.latest().finished, { what: 'the end of the subscription' });
-    // Waiting minutes to resubscribe, on a timer that does not keep the process alive.
-    expect(activeTimers()).toBe(timersBefore);
+    // Waiting minutes to resubscribe, on a timer that does not keep the process alive (other timers of
+    // the test process may end meanwhile, never one more be kept alive by the follower).
+    expect(activeTimers()).toBeLessThanOrEqual(timersBefore);
     await follower.close();
     expect(policy.subscriptions).toHaveLength(1);
 
