@@ -1,0 +1,3 @@
+export * from './fair-scheduler';
+export * from './thread';
+export * from './thread-pool';

@@ -1,0 +1,70 @@
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { gatewayError } from '@gw/errors';
+import { FairThreadPool } from '../src/thread-pool';
+import type { ThreadPoolRefusals } from '../src/thread-pool';
+
+/** `serveTasks` as tsc builds it (`pnpm exec tsc -b`): worker threads load JavaScript. */
+const builtThread = pathToFileURL(join(__dirname, '../dist/thread.js')).href;
+
+/** A thread whose work doubles `n`, throws on `throw` (its message quoting the task), and moves `bytes` back. */
+const script = new URL(
+  `data:text/javascript,${encodeURIComponent(`
+import { serveTasks } from ${JSON.stringify(builtThread)};
+serveTasks((task) => {
+  if (task.throw) throw new Error('secret ' + task.throw);
+  const bytes = new Uint8Array(task.bytes ?? []);
+  return { outcome: { n: task.n * 2, bytes }, transfer: [bytes.buffer] };
+});
+`)}`,
+);
+
+const refusals: ThreadPoolRefusals = {
+  refused: () => gatewayError('overloaded_error', 'refused'),
+  cancelled: () => gatewayError('overloaded_error', 'cancelled'),
+  shuttingDown: () => gatewayError('overloaded_error', 'shutting down'),
+  failed: () => gatewayError('api_error', 'failed'),
+};
+
+interface Task {
+  n?: number;
+  throw?: string;
+  bytes?: Uint8Array;
+}
+
+describe('FairThreadPool with serveTasks', () => {
+  let pool: FairThreadPool<Task, { n: number; bytes: Uint8Array }>;
+  beforeAll(async () => {
+    pool = await FairThreadPool.start({
+      threads: 1,
+      queuedPerAccount: 4,
+      queuedTotal: 8,
+      script,
+      refusals,
+      onThreadFailure: () => undefined,
+    });
+  });
+  afterAll(() => pool.close());
+
+  it('answers each task with its outcome, moving transferred buffers both ways', async () => {
+    const bytes = new Uint8Array([1, 2, 3]);
+    const answer = await pool.run('a', { n: 21, bytes }, [bytes.buffer]);
+    expect(answer.ok && answer.value.n).toBe(42);
+    expect(answer.ok && [...answer.value.bytes]).toEqual([1, 2, 3]);
+    // Moved, not copied: the caller's buffer is detached.
+    expect(bytes.byteLength).toBe(0);
+  });
+
+  it('fails a task whose work throws with the pool refusal, never the thrown message, and goes on serving', async () => {
+    const failed = await pool.run('a', { throw: 'prompt text' }, []);
+    expect(failed).toEqual({ ok: false, error: refusals.failed() });
+    const next = await pool.run('a', { n: 1 }, []);
+    expect(next.ok && next.value.n).toBe(2);
+  });
+
+  it('refuses a task whose caller has already given up', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    expect(await pool.run('a', { n: 1 }, [], controller.signal)).toEqual({ ok: false, error: refusals.cancelled() });
+  });
+});
