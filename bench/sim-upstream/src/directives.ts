@@ -15,11 +15,24 @@ export interface Directives {
   streamErrorAfter?: number;
   /** Send this many deltas, then destroy the socket. */
   dropAfter?: number;
+  /** Input tokens to report as read from the prompt cache. */
+  cacheReadTokens: number;
+  /** Input tokens to report as written to the prompt cache. */
+  cacheWriteTokens: number;
 }
 
 const directivePattern = /\bsim:([a-z-]+)=(\d+)\b/g;
 
-const directiveNames = ['latency', 'pace', 'error', 'retry-after', 'stream-error-after', 'drop-after'] as const;
+const directiveNames = [
+  'latency',
+  'pace',
+  'error',
+  'retry-after',
+  'stream-error-after',
+  'drop-after',
+  'cache-read',
+  'cache-write',
+] as const;
 type DirectiveName = (typeof directiveNames)[number];
 
 function isDirectiveName(name: string): name is DirectiveName {
@@ -28,7 +41,7 @@ function isDirectiveName(name: string): name is DirectiveName {
 
 /** The directives in a text, or the message for a 400 when one is unknown or out of range. */
 export function parseDirectives(text: string): { ok: true; value: Directives } | { ok: false; message: string } {
-  const directives: Directives = { latencyMs: 0, paceMs: 0 };
+  const directives: Directives = { latencyMs: 0, paceMs: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   for (const [whole, name, digits] of text.matchAll(directivePattern)) {
     if (name === undefined || digits === undefined) continue;
     if (!isDirectiveName(name)) {
@@ -54,6 +67,12 @@ export function parseDirectives(text: string): { ok: true; value: Directives } |
         break;
       case 'drop-after':
         directives.dropAfter = value;
+        break;
+      case 'cache-read':
+        directives.cacheReadTokens = value;
+        break;
+      case 'cache-write':
+        directives.cacheWriteTokens = value;
         break;
     }
   }

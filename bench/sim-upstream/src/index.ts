@@ -4,3 +4,5 @@ export type { RecordedRequest, RequestOutcome } from './request-log';
 export { echoChunks } from './echo';
 export { estimateInputTokens } from './anthropic/request';
 export { estimateChatInputTokens } from './openai/request';
+export { redactedThinkingData, thinkingSignature } from './anthropic/messages';
+export { knownBetas } from './anthropic/common';

@@ -9,8 +9,38 @@ export interface AnthropicSimOptions {
 }
 
 /**
+ * Beta names the simulator knows, as the real API does (a sample of the published ones); any other
+ * name in `anthropic-beta` is refused like there, so that a gateway that mangles or invents the
+ * header is caught.
+ */
+export const knownBetas: readonly string[] = [
+  'computer-use-2024-10-22',
+  'computer-use-2025-01-24',
+  'context-1m-2025-08-07',
+  'context-management-2025-06-27',
+  'extended-cache-ttl-2025-04-11',
+  'files-api-2025-04-14',
+  'fine-grained-tool-streaming-2025-05-14',
+  'interleaved-thinking-2025-05-14',
+  'message-batches-2024-09-24',
+  'oauth-2025-04-20',
+  'output-128k-2025-02-19',
+  'pdfs-2024-09-25',
+  'prompt-caching-2024-07-31',
+  'token-counting-2024-11-01',
+  'token-efficient-tools-2025-02-19',
+];
+
+/** The names in `anthropic-beta` (comma-separated, the header possibly repeated) the simulator does not know. */
+function unknownBetasOf(header: string | string[] | undefined): string[] {
+  if (header === undefined) return [];
+  const names = (Array.isArray(header) ? header : [header]).flatMap((value) => value.split(','));
+  return names.map((name) => name.trim()).filter((name) => name !== '' && !knownBetas.includes(name));
+}
+
+/**
  * The checks every endpoint of the protocol makes before reading the body's fields: the key (when
- * configured), `anthropic-version`, a JSON body. The body's value when they pass; otherwise the
+ * configured), `anthropic-version`, the names in `anthropic-beta`, a JSON body. The body's value when they pass; otherwise the
  * error has been sent.
  */
 export function acceptRequest(
@@ -24,6 +54,16 @@ export function acceptRequest(
   }
   if (request.headers['anthropic-version'] === undefined) {
     sendError(response, requestId, 400, 'anthropic-version: header is required');
+    return { ok: false };
+  }
+  const unknownBetas = unknownBetasOf(request.headers['anthropic-beta']);
+  if (unknownBetas.length > 0) {
+    sendError(
+      response,
+      requestId,
+      400,
+      `Unexpected value(s) \`${unknownBetas.join('`, `')}\` for the \`anthropic-beta\` header. Please consult our documentation at docs.anthropic.com or try again without the header.`,
+    );
     return { ok: false };
   }
   if (exchange.body.kind !== 'json') {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Directives } from '../directives';
 import { parseDirectives } from '../directives';
 import { echoChunks } from '../echo';
@@ -12,36 +13,81 @@ import { validateMessagesRequest } from './request';
 
 /** `sim:tool-call` in the newest user message (with `tools` offered): answer with a call to the first tool. */
 const toolCallPattern = /\bsim:tool-call\b/;
+/** `sim:redacted-thinking` (with thinking on): a `redacted_thinking` block before the thinking. */
+const redactedThinkingPattern = /\bsim:redacted-thinking\b/;
+
+/**
+ * The `data` of the simulator's `redacted_thinking` block: opaque like the real API's (encrypted
+ * reasoning), fixed so that tests can expect it exactly. Counts as one output token.
+ */
+export const redactedThinkingData =
+  'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URjIBAg==';
+
+/** The signature of a thinking text: base64 of its SHA-256, so that tests can compute it. */
+export function thinkingSignature(thinking: string): string {
+  return createHash('sha256').update(thinking, 'utf8').digest('base64');
+}
 
 /** What the simulated model answers, after max_tokens: what is emitted and why it stops. */
 interface Completion {
+  /** With thinking on and `sim:redacted-thinking`: one redacted_thinking block first (one output token). */
+  redactedThinking: boolean;
+  /** With thinking on: the thinking text's chunks (one output token each), before the answer. */
+  thinkingChunks?: string[];
   /** Text chunks, or the `partial_json` fragments of the tool input; one output token each. */
   chunks: string[];
   toolUse?: { id: string; name: string };
   stopReason: 'end_turn' | 'max_tokens' | 'tool_use';
 }
 
-function planEcho(request: MessagesRequest): Completion {
+function planAnswer(request: MessagesRequest): Pick<Completion, 'chunks' | 'toolUse'> {
   if (request.inputFromUser && request.firstTool !== undefined && toolCallPattern.test(request.lastUserText)) {
     // The input as the model would write it, in word-sized fragments of JSON.
     const chunks = echoChunks(`{"echo": ${JSON.stringify(request.lastUserText)}}`);
-    const toolUse = { id: randomId('toolu_'), name: request.firstTool };
-    return chunks.length > request.maxTokens
-      ? { chunks: chunks.slice(0, request.maxTokens), toolUse, stopReason: 'max_tokens' }
-      : { chunks, toolUse, stopReason: 'tool_use' };
+    return { chunks, toolUse: { id: randomId('toolu_'), name: request.firstTool } };
   }
-  const chunks = echoChunks(request.lastUserText);
-  return chunks.length > request.maxTokens
-    ? { chunks: chunks.slice(0, request.maxTokens), stopReason: 'max_tokens' }
-    : { chunks, stopReason: 'end_turn' };
+  return { chunks: echoChunks(request.lastUserText) };
 }
 
-function usage(inputTokens: number, outputTokens: number) {
+/**
+ * The echo, after its thinking when thinking is on (the thinking text is the echo too, so that a
+ * test sees its own words, or their placeholders, come back in it); everything counts against
+ * max_tokens in the order it is sent.
+ */
+function planEcho(request: MessagesRequest): Completion {
+  const answer = planAnswer(request);
+  const redactedThinking = request.thinking && redactedThinkingPattern.test(request.lastUserText);
+  let budget = request.maxTokens - (redactedThinking ? 1 : 0);
+  let cut = budget < 0;
+  let thinkingChunks: string[] | undefined;
+  if (request.thinking) {
+    thinkingChunks = echoChunks(request.lastUserText);
+    if (thinkingChunks.length > budget) {
+      thinkingChunks = thinkingChunks.slice(0, Math.max(0, budget));
+      cut = true;
+    }
+    budget -= thinkingChunks.length;
+  }
+  let chunks = answer.chunks;
+  if (chunks.length > budget) {
+    chunks = chunks.slice(0, Math.max(0, budget));
+    cut = true;
+  }
+  const stopReason = cut ? 'max_tokens' : answer.toolUse ? 'tool_use' : 'end_turn';
+  return { redactedThinking, thinkingChunks, chunks, toolUse: answer.toolUse, stopReason };
+}
+
+/** Output tokens: every chunk sent, and one for a redacted_thinking block. */
+function outputTokens(completion: Completion): number {
+  return (completion.redactedThinking ? 1 : 0) + (completion.thinkingChunks?.length ?? 0) + completion.chunks.length;
+}
+
+function usage(inputTokens: number, outputTokens: number, directives: Directives) {
   return {
     input_tokens: inputTokens,
     output_tokens: outputTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: directives.cacheWriteTokens,
+    cache_read_input_tokens: directives.cacheReadTokens,
   };
 }
 
@@ -65,7 +111,7 @@ export async function handleMessages(exchange: SimExchange, options: AnthropicSi
   const completion = planEcho(messagesRequest);
 
   // A non-streamed answer arrives all at once, so its pacing is time before the headers.
-  const paceBeforeHeaders = messagesRequest.stream ? 0 : directives.paceMs * completion.chunks.length;
+  const paceBeforeHeaders = messagesRequest.stream ? 0 : directives.paceMs * countedDeltas(completion);
   if (!(await sleep(directives.latencyMs + paceBeforeHeaders, exchange.signal))) return;
 
   if (directives.errorStatus !== undefined) {
@@ -87,25 +133,86 @@ export async function handleMessages(exchange: SimExchange, options: AnthropicSi
       type: 'message',
       role: 'assistant',
       model: messagesRequest.model,
-      content: [contentBlock(completion)],
+      content: contentBlocks(completion),
       stop_reason: completion.stopReason,
       stop_sequence: null,
-      usage: usage(messagesRequest.inputTokens, completion.chunks.length),
+      usage: usage(messagesRequest.inputTokens, outputTokens(completion), directives),
     }),
   );
 }
 
-/** The whole content block of a non-streamed answer. */
-function contentBlock(completion: Completion): Record<string, unknown> {
+/** The deltas `sim:pace`, `sim:stream-error-after` and `sim:drop-after` count: one per chunk. */
+function countedDeltas(completion: Completion): number {
+  return (completion.thinkingChunks?.length ?? 0) + completion.chunks.length;
+}
+
+/** The whole content of a non-streamed answer: redacted thinking, thinking, then the text or tool call. */
+function contentBlocks(completion: Completion): Record<string, unknown>[] {
+  const blocks: Record<string, unknown>[] = [];
+  if (completion.redactedThinking) blocks.push({ type: 'redacted_thinking', data: redactedThinkingData });
+  if (completion.thinkingChunks !== undefined) {
+    const thinking = completion.thinkingChunks.join('');
+    blocks.push({ type: 'thinking', thinking, signature: thinkingSignature(thinking) });
+  }
   const text = completion.chunks.join('');
-  if (completion.toolUse === undefined) return { type: 'text', text };
+  if (completion.toolUse === undefined) {
+    blocks.push({ type: 'text', text });
+    return blocks;
+  }
   let input: unknown = {};
   try {
     input = JSON.parse(text);
   } catch {
     // Cut at max_tokens: the real API gives what it could parse; the simulator gives nothing.
   }
-  return { type: 'tool_use', id: completion.toolUse.id, name: completion.toolUse.name, input };
+  blocks.push({ type: 'tool_use', id: completion.toolUse.id, name: completion.toolUse.name, input });
+  return blocks;
+}
+
+/** One content block as streamed: its opening, the deltas counted as chunks, and those around them. */
+interface StreamedBlock {
+  opening: Record<string, unknown>;
+  /** Sent before the chunks, not counted (the empty first fragment of a tool input). */
+  leading: Record<string, unknown>[];
+  chunks: Record<string, unknown>[];
+  /** Sent after the chunks, not counted (the signature of a thinking block). */
+  trailing: Record<string, unknown>[];
+}
+
+function streamedBlocks(completion: Completion): StreamedBlock[] {
+  const blocks: StreamedBlock[] = [];
+  if (completion.redactedThinking) {
+    // The real API sends a redacted block whole in its content_block_start, without deltas.
+    const opening = { type: 'redacted_thinking', data: redactedThinkingData };
+    blocks.push({ opening, leading: [], chunks: [], trailing: [] });
+  }
+  if (completion.thinkingChunks !== undefined) {
+    const thinking = completion.thinkingChunks.join('');
+    blocks.push({
+      opening: { type: 'thinking', thinking: '', signature: '' },
+      leading: [],
+      chunks: completion.thinkingChunks.map((chunk) => ({ type: 'thinking_delta', thinking: chunk })),
+      trailing: [{ type: 'signature_delta', signature: thinkingSignature(thinking) }],
+    });
+  }
+  const { toolUse } = completion;
+  blocks.push(
+    toolUse
+      ? {
+          opening: { type: 'tool_use', id: toolUse.id, name: toolUse.name, input: {} },
+          // The real API opens a tool input with an empty fragment.
+          leading: [{ type: 'input_json_delta', partial_json: '' }],
+          chunks: completion.chunks.map((chunk) => ({ type: 'input_json_delta', partial_json: chunk })),
+          trailing: [],
+        }
+      : {
+          opening: { type: 'text', text: '' },
+          leading: [],
+          chunks: completion.chunks.map((chunk) => ({ type: 'text_delta', text: chunk })),
+          trailing: [],
+        },
+  );
+  return blocks;
 }
 
 async function streamMessage(
@@ -125,12 +232,15 @@ async function streamMessage(
       else response.write(`event: ${event}\ndata: ${data}\n\n`, (error) => resolve(!error && !signal.aborted));
     });
   const sendJson = (data: { type: string; [field: string]: unknown }) => send(data.type, JSON.stringify(data));
+  const sendDelta = (index: number, delta: Record<string, unknown>) =>
+    sendJson({ type: 'content_block_delta', index, delta });
 
   response.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     'request-id': exchange.requestId,
   });
+  const output = outputTokens(completion);
   const started = await sendJson({
     type: 'message_start',
     message: {
@@ -141,50 +251,47 @@ async function streamMessage(
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: usage(request.inputTokens, Math.min(1, completion.chunks.length)),
+      usage: usage(request.inputTokens, Math.min(1, output), directives),
     },
   });
   if (!started) return;
-  const { toolUse } = completion;
-  const opening = toolUse
-    ? { type: 'tool_use', id: toolUse.id, name: toolUse.name, input: {} }
-    : { type: 'text', text: '' };
-  if (!(await sendJson({ type: 'content_block_start', index: 0, content_block: opening }))) return;
-  if (!(await sendJson({ type: 'ping' }))) return;
-  // The real API opens a tool input with an empty fragment.
-  if (toolUse) {
-    const empty = { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '' } };
-    if (!(await sendJson(empty))) return;
-  }
 
-  const total = completion.chunks.length;
-  for (let sent = 0; ; sent += 1) {
+  const total = countedDeltas(completion);
+  let sent = 0;
+  /** Before each counted delta and at the end: the misbehaviour asked for once `sent` deltas are out. */
+  const misbehaves = async (): Promise<boolean> => {
     if (directives.streamErrorAfter !== undefined && sent === Math.min(directives.streamErrorAfter, total)) {
       await send('error', errorBody('overloaded_error', 'Overloaded', exchange.requestId));
       response.end();
-      return;
+      return true;
     }
     if (directives.dropAfter !== undefined && sent === Math.min(directives.dropAfter, total)) {
       exchange.drop();
-      return;
+      return true;
     }
-    if (sent === total) break;
-    if (!(await sleep(directives.paceMs, signal))) return;
-    const delta = {
-      type: 'content_block_delta',
-      index: 0,
-      delta: toolUse
-        ? { type: 'input_json_delta', partial_json: completion.chunks[sent] }
-        : { type: 'text_delta', text: completion.chunks[sent] },
-    };
-    if (!(await sendJson(delta))) return;
+    return false;
+  };
+
+  for (const [index, block] of streamedBlocks(completion).entries()) {
+    if (!(await sendJson({ type: 'content_block_start', index, content_block: block.opening }))) return;
+    // The real API pings once, after the first block opens.
+    if (index === 0 && !(await sendJson({ type: 'ping' }))) return;
+    for (const delta of block.leading) if (!(await sendDelta(index, delta))) return;
+    for (const delta of block.chunks) {
+      if (await misbehaves()) return;
+      if (!(await sleep(directives.paceMs, signal))) return;
+      if (!(await sendDelta(index, delta))) return;
+      sent += 1;
+    }
+    if (sent === total && (await misbehaves())) return;
+    for (const delta of block.trailing) if (!(await sendDelta(index, delta))) return;
+    if (!(await sendJson({ type: 'content_block_stop', index }))) return;
   }
 
-  if (!(await sendJson({ type: 'content_block_stop', index: 0 }))) return;
   const finalDelta = {
     type: 'message_delta',
     delta: { stop_reason: completion.stopReason, stop_sequence: null },
-    usage: { output_tokens: total },
+    usage: { output_tokens: output },
   };
   if (!(await sendJson(finalDelta))) return;
   if (!(await sendJson({ type: 'message_stop' }))) return;

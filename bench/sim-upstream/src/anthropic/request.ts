@@ -12,6 +12,8 @@ export interface MessagesRequest {
   inputFromUser: boolean;
   /** The name of the first tool offered, if any. */
   firstTool: string | undefined;
+  /** Whether the request turns extended thinking on (`thinking.type` `enabled` or `adaptive`). */
+  thinking: boolean;
   inputTokens: number;
 }
 
@@ -108,6 +110,36 @@ function newestInput(messages: unknown[]): { text: string; fromUser: boolean } {
   return { text, fromUser: true };
 }
 
+/**
+ * `thinking`: absent, `{type: "disabled"}`, `{type: "adaptive"}` or `{type: "enabled", budget_tokens}`
+ * with a budget of at least 1,024 below `max_tokens`, as the real API demands. Whether it is on.
+ */
+function checkThinking(thinking: unknown, maxTokens: number): Checked<boolean> {
+  if (thinking === undefined) return { ok: true, value: false };
+  if (!isRecord(thinking)) return { ok: false, message: 'thinking: Input should be a valid dictionary' };
+  switch (thinking.type) {
+    case 'disabled':
+      return { ok: true, value: false };
+    case 'adaptive':
+      return { ok: true, value: true };
+    case 'enabled': {
+      const budget = thinking.budget_tokens;
+      if (typeof budget !== 'number' || !Number.isInteger(budget)) {
+        return { ok: false, message: 'thinking.enabled.budget_tokens: Input should be a valid integer' };
+      }
+      if (budget < 1024) {
+        return { ok: false, message: 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024' };
+      }
+      if (maxTokens <= budget) {
+        return { ok: false, message: '`max_tokens` must be greater than `thinking.budget_tokens`.' };
+      }
+      return { ok: true, value: true };
+    }
+    default:
+      return { ok: false, message: "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'" };
+  }
+}
+
 /** Checks the fields the upstream requires, with messages in the upstream's style. */
 export function validateMessagesRequest(body: unknown): Checked<MessagesRequest> {
   if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.' };
@@ -123,11 +155,14 @@ export function validateMessagesRequest(body: unknown): Checked<MessagesRequest>
   }
   const lastUserText = checkMessages(body);
   if (!lastUserText.ok) return lastUserText;
+  const thinking = checkThinking(body.thinking, body.max_tokens);
+  if (!thinking.ok) return thinking;
   return {
     ok: true,
     value: {
       model: model.value,
       maxTokens: body.max_tokens,
+      thinking: thinking.value,
       stream: body.stream === true,
       lastUserText: lastUserText.value,
       inputFromUser: newestInput(body.messages as unknown[]).fromUser,

@@ -16,9 +16,13 @@ export interface OpenAISimOptions {
 
 /** `sim:tool-call` in the newest user message (with `tools` offered): answer with a call to the first tool. */
 const toolCallPattern = /\bsim:tool-call\b/;
+/** `sim:reasoning`: the answer comes after reasoning, as vLLM's reasoning parsers send it (`reasoning_content`). */
+const reasoningPattern = /\bsim:reasoning\b/;
 
 /** What the simulated model answers, after max_tokens and the stop strings. */
 interface Completion {
+  /** With `sim:reasoning`: the reasoning's chunks (the echo too), before the answer; one output token each. */
+  reasoningChunks: string[];
   /** Text chunks, or the argument fragments of the tool call; one output token each. */
   chunks: string[];
   toolCall?: { id: string; name: string };
@@ -38,6 +42,11 @@ function applyStop(text: string, stop: string[]): { text: string; matched: strin
 }
 
 function planCompletion(request: ChatRequest): Completion {
+  const reasoningChunks = reasoningPattern.test(request.inputText) ? echoChunks(request.inputText) : [];
+  return { reasoningChunks, ...planAnswer(request) };
+}
+
+function planAnswer(request: ChatRequest): Omit<Completion, 'reasoningChunks'> {
   const limit = request.maxTokens ?? Number.POSITIVE_INFINITY;
   if (request.inputFromUser && request.firstTool !== undefined && toolCallPattern.test(request.inputText)) {
     // The arguments as the model would write them, in word-sized fragments of JSON.
@@ -53,12 +62,18 @@ function planCompletion(request: ChatRequest): Completion {
   return { chunks, finishReason: 'stop', stopReason: stopped.matched };
 }
 
-function usage(request: ChatRequest, completion: Completion) {
+/**
+ * The usage as vLLM reports it: `prompt_tokens` includes the cached ones (`sim:cache-read`), which
+ * `prompt_tokens_details.cached_tokens` names; `completion_tokens` includes the reasoning.
+ */
+function usage(request: ChatRequest, completion: Completion, directives: Directives) {
+  const cached = directives.cacheReadTokens;
+  const output = completion.reasoningChunks.length + completion.chunks.length;
   return {
-    prompt_tokens: request.inputTokens,
-    total_tokens: request.inputTokens + completion.chunks.length,
-    completion_tokens: completion.chunks.length,
-    prompt_tokens_details: null,
+    prompt_tokens: request.inputTokens + cached,
+    total_tokens: request.inputTokens + cached + output,
+    completion_tokens: output,
+    prompt_tokens_details: cached > 0 ? { cached_tokens: cached } : null,
   };
 }
 
@@ -94,7 +109,9 @@ export async function handleChatCompletions(exchange: SimExchange, options: Open
   const directives = parsed.value;
   const completion = planCompletion(request);
 
-  const paceBeforeHeaders = request.stream ? 0 : directives.paceMs * completion.chunks.length;
+  const paceBeforeHeaders = request.stream
+    ? 0
+    : directives.paceMs * (completion.reasoningChunks.length + completion.chunks.length);
   if (!(await sleep(directives.latencyMs + paceBeforeHeaders, exchange.signal))) return;
   if (directives.errorStatus !== undefined) {
     const headers: Record<string, string> =
@@ -131,13 +148,20 @@ export async function handleChatCompletions(exchange: SimExchange, options: Open
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: text, tool_calls: toolCalls },
+          message: {
+            role: 'assistant',
+            content: text,
+            ...(completion.reasoningChunks.length > 0
+              ? { reasoning_content: completion.reasoningChunks.join('') }
+              : {}),
+            tool_calls: toolCalls,
+          },
           logprobs: null,
           finish_reason: completion.finishReason,
           stop_reason: completion.stopReason,
         },
       ],
-      usage: usage(request, completion),
+      usage: usage(request, completion, directives),
     }),
   );
 }
@@ -184,7 +208,14 @@ async function streamCompletion(
     : { role: 'assistant', content: '' };
   if (!(await chunk([choice(opening)]))) return;
 
-  const total = completion.chunks.length;
+  // Reasoning first (`delta.reasoning_content`), then the answer; every piece is one counted delta.
+  const pieces = [
+    ...completion.reasoningChunks.map((piece) => ({ reasoning_content: piece })),
+    ...completion.chunks.map((piece) =>
+      toolCall ? { tool_calls: [{ index: 0, function: { arguments: piece } }] } : { content: piece },
+    ),
+  ];
+  const total = pieces.length;
   for (let sent = 0; ; sent += 1) {
     if (directives.streamErrorAfter !== undefined && sent === Math.min(directives.streamErrorAfter, total)) {
       // vLLM's mid-stream error: an error object in a data line, the status as its code.
@@ -198,13 +229,11 @@ async function streamCompletion(
     }
     if (sent === total) break;
     if (!(await sleep(directives.paceMs, signal))) return;
-    const piece = completion.chunks[sent];
-    const delta = toolCall ? { tool_calls: [{ index: 0, function: { arguments: piece } }] } : { content: piece };
-    if (!(await chunk([choice(delta)]))) return;
+    if (!(await chunk([choice(pieces[sent]!)]))) return;
   }
 
   if (!(await chunk([choice({}, completion.finishReason, { stop_reason: completion.stopReason })]))) return;
-  if (request.includeUsage && !(await chunk([], { usage: usage(request, completion) }))) return;
+  if (request.includeUsage && !(await chunk([], { usage: usage(request, completion, directives) }))) return;
   if (!(await send('[DONE]'))) return;
   response.end();
 }
