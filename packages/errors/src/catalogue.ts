@@ -13,7 +13,7 @@ export const errorCatalogue = {
   rate_limit_error: { httpStatus: 429, grpcCode: GrpcStatus.RESOURCE_EXHAUSTED, shouldRetry: true },
   quota_exceeded: { httpStatus: 429, grpcCode: GrpcStatus.RESOURCE_EXHAUSTED, shouldRetry: false },
   residency_unavailable: { httpStatus: 422, grpcCode: GrpcStatus.FAILED_PRECONDITION, shouldRetry: false },
-  overloaded_error: { httpStatus: 503, grpcCode: GrpcStatus.UNAVAILABLE, shouldRetry: true },
+  overloaded_error: { httpStatus: 503, grpcCode: GrpcStatus.UNAVAILABLE, shouldRetry: true, retryAfterMs: 1_000 },
   api_error: { httpStatus: 500, grpcCode: GrpcStatus.INTERNAL, shouldRetry: true },
 } as const satisfies Record<string, CatalogueEntry>;
 
@@ -22,6 +22,11 @@ export interface CatalogueEntry {
   grpcCode: GrpcStatus;
   /** Sent as `x-should-retry`, which both official SDKs honour over the status code. */
   shouldRetry: boolean;
+  /**
+   * The wait sent as `retry-after` when the error names none of its own: every 503 tells the caller
+   * when to come back, whichever dependency is out.
+   */
+  retryAfterMs?: number;
 }
 
 export type ErrorType = keyof typeof errorCatalogue;

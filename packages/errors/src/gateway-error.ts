@@ -1,4 +1,4 @@
-import type { ErrorType } from './catalogue';
+import type { CatalogueEntry, ErrorType } from './catalogue';
 import { errorCatalogue } from './catalogue';
 
 /** Position of an account in its per-minute window, for the rate-limit headers. */
@@ -54,17 +54,38 @@ export function httpStatusOf(type: ErrorType): number {
   return errorCatalogue[type].httpStatus;
 }
 
+/** The wait a caller is told for an error: its own, else its type's default in the catalogue. */
+export function retryAfterMsOf(error: GatewayError): number | undefined {
+  const entry: CatalogueEntry = errorCatalogue[error.type];
+  if (!entry.shouldRetry) return undefined;
+  return error.retryAfterMs ?? entry.retryAfterMs;
+}
+
 /**
  * The headers that steer SDK retries for an error: `x-should-retry` always, `retry-after` (whole
- * seconds, rounded up) and `retry-after-ms` when the error carries a wait.
+ * seconds, rounded up) and `retry-after-ms` when the error carries a wait or its type has one.
  */
 export function retryHeaders(error: GatewayError): Record<string, string> {
   const headers: Record<string, string> = {
     'x-should-retry': String(errorCatalogue[error.type].shouldRetry),
   };
-  if (error.retryAfterMs !== undefined && errorCatalogue[error.type].shouldRetry) {
-    headers['retry-after'] = String(Math.max(0, Math.ceil(error.retryAfterMs / 1000)));
-    headers['retry-after-ms'] = String(Math.max(0, Math.round(error.retryAfterMs)));
+  const retryAfterMs = retryAfterMsOf(error);
+  if (retryAfterMs !== undefined) {
+    headers['retry-after'] = String(Math.max(0, Math.ceil(retryAfterMs / 1000)));
+    headers['retry-after-ms'] = String(Math.max(0, Math.round(retryAfterMs)));
   }
   return headers;
+}
+
+/**
+ * A dependency of the gateway (a store, a broker) cannot be reached: 503 overloaded_error with the
+ * catalogue's wait, whichever service and whichever dependency, so that callers see one answer for
+ * every outage. `what` names the dependency as a caller may read it ("key store", "limits store").
+ */
+export function dependencyUnavailableError(what: string, retryAfterMs?: number): GatewayError {
+  return gatewayError(
+    'overloaded_error',
+    `The gateway cannot reach its ${what} right now. Retry with exponential backoff.`,
+    { retryAfterMs: retryAfterMs ?? errorCatalogue.overloaded_error.retryAfterMs, reason: 'dependency_unavailable' },
+  );
 }

@@ -1,4 +1,12 @@
-import { errorCatalogue, errorEnvelope, errorTypes, gatewayError, httpStatusOf, retryHeaders } from '../src';
+import {
+  dependencyUnavailableError,
+  errorCatalogue,
+  errorEnvelope,
+  errorTypes,
+  gatewayError,
+  httpStatusOf,
+  retryHeaders,
+} from '../src';
 
 describe('error catalogue', () => {
   it('gives each spec error type its status', () => {
@@ -48,5 +56,24 @@ describe('error catalogue', () => {
       error: { type: 'not_found_error', message: 'gone' },
       request_id: 'req_1',
     });
+  });
+
+  it('tells the caller of every 503 when to come back, whether the error names a wait or not', () => {
+    expect(retryHeaders(gatewayError('overloaded_error', 'x'))).toEqual({
+      'x-should-retry': 'true',
+      'retry-after': '1',
+      'retry-after-ms': '1000',
+    });
+    expect(retryHeaders(gatewayError('overloaded_error', 'x', { retryAfterMs: 5000 }))['retry-after']).toBe('5');
+    // Errors without a default wait send none of their own.
+    expect(retryHeaders(gatewayError('api_error', 'x'))).toEqual({ 'x-should-retry': 'true' });
+  });
+
+  it('answers every dependency outage alike: 503 overloaded_error naming the dependency, with a wait', () => {
+    const outage = dependencyUnavailableError('key store');
+    expect(outage).toMatchObject({ type: 'overloaded_error', retryAfterMs: 1000 });
+    expect(outage.message).toBe('The gateway cannot reach its key store right now. Retry with exponential backoff.');
+    expect(httpStatusOf(outage.type)).toBe(503);
+    expect(dependencyUnavailableError('usage store').message).toBe(outage.message.replace('key store', 'usage store'));
   });
 });

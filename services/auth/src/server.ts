@@ -1,7 +1,8 @@
 import { registration } from '@gw/grpc';
 import { authv1, commonv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
-import { err, gatewayError, ok, quoted } from '@gw/errors';
+import { isConnectionFailure } from '@gw/db';
+import { dependencyUnavailableError, err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { KeyService, NewKeyRequest } from './keys';
 import type { AccountRecord, AdminKeyRecord, KeyRecord, LimitOverrides } from './store';
@@ -114,73 +115,81 @@ function newKeyRequest(request: authv1.CreateKeyRequest): Result<NewKeyRequest> 
   });
 }
 
+/** Every call needs the key store: one it cannot reach is an outage (503), the same as any other. */
+const keyStoreUnavailable = (error: unknown) =>
+  isConnectionFailure(error) ? dependencyUnavailableError('key store') : undefined;
+
 export function authService(keys: KeyService) {
-  return registration(authv1.AuthService, {
-    async verifyKey(request) {
-      const verified = await keys.verify(request.key, request.sourceAddress);
-      if (!verified.ok) return verified;
-      const { key, account } = verified.value;
-      return ok({
-        key: {
-          keyId: key.id,
-          accountId: key.accountId,
-          environment: environments[key.environment],
-          residency: residencies[key.residency],
-          privacyMode: privacyModes[key.privacyMode],
-          allowedModels: key.allowedModels === null ? undefined : { values: key.allowedModels },
-          plan: account.plan,
-          expiresAtUnixMs: unixMs(key.expiresAt),
-          limitOverrides: overridesMessage(account.limits),
-        },
-      });
+  return registration(
+    authv1.AuthService,
+    {
+      async verifyKey(request) {
+        const verified = await keys.verify(request.key, request.sourceAddress);
+        if (!verified.ok) return verified;
+        const { key, account } = verified.value;
+        return ok({
+          key: {
+            keyId: key.id,
+            accountId: key.accountId,
+            environment: environments[key.environment],
+            residency: residencies[key.residency],
+            privacyMode: privacyModes[key.privacyMode],
+            allowedModels: key.allowedModels === null ? undefined : { values: key.allowedModels },
+            plan: account.plan,
+            expiresAtUnixMs: unixMs(key.expiresAt),
+            limitOverrides: overridesMessage(account.limits),
+          },
+        });
+      },
+      async verifyAdminKey(request) {
+        const verified = await keys.verifyAdminKey(request.key);
+        return verified.ok ? ok({ adminKeyId: verified.value.id, accountId: verified.value.accountId }) : verified;
+      },
+      async listAccounts(request) {
+        const listed = await keys.listAccounts(request.accountId);
+        return listed.ok ? ok({ accounts: listed.value.map(accountMessage) }) : listed;
+      },
+      async setAccountSuspended(request) {
+        const changed = await keys.setSuspended(request.accountId, request.suspended);
+        return changed.ok ? ok({ account: accountMessage(changed.value) }) : changed;
+      },
+      async setAccountLimits(request) {
+        const overrides = limitOverrides(request);
+        if (!overrides.ok) return overrides;
+        const changed = await keys.setLimits(request.accountId, overrides.value);
+        return changed.ok ? ok({ account: accountMessage(changed.value) }) : changed;
+      },
+      async createAdminKey(request) {
+        const created = await keys.createAdminKey(request.accountId, request.name);
+        return created.ok ? ok({ adminKey: adminKeyMessage(created.value.record), key: created.value.key }) : created;
+      },
+      async getKey(request) {
+        const found = await keys.getKey(request.keyId);
+        return found.ok ? ok({ apiKey: keyMessage(found.value) }) : found;
+      },
+      async createAccount(request) {
+        const created = await keys.createAccount(request.name, request.plan);
+        return created.ok ? ok({ account: accountMessage(created.value) }) : created;
+      },
+      async getAccount(request) {
+        const found = await keys.getAccount(request.id);
+        return found.ok ? ok({ account: accountMessage(found.value) }) : found;
+      },
+      async createKey(request) {
+        const parsed = newKeyRequest(request);
+        if (!parsed.ok) return parsed;
+        const created = await keys.createKey(parsed.value);
+        return created.ok ? ok({ apiKey: keyMessage(created.value.record), key: created.value.key }) : created;
+      },
+      async listKeys(request) {
+        const listed = await keys.listKeys(request.accountId);
+        return listed.ok ? ok({ keys: listed.value.map(keyMessage) }) : listed;
+      },
+      async revokeKey(request) {
+        const revoked = await keys.revokeKey(request.keyId);
+        return revoked.ok ? ok({ apiKey: keyMessage(revoked.value) }) : revoked;
+      },
     },
-    async verifyAdminKey(request) {
-      const verified = await keys.verifyAdminKey(request.key);
-      return verified.ok ? ok({ adminKeyId: verified.value.id, accountId: verified.value.accountId }) : verified;
-    },
-    async listAccounts(request) {
-      const listed = await keys.listAccounts(request.accountId);
-      return listed.ok ? ok({ accounts: listed.value.map(accountMessage) }) : listed;
-    },
-    async setAccountSuspended(request) {
-      const changed = await keys.setSuspended(request.accountId, request.suspended);
-      return changed.ok ? ok({ account: accountMessage(changed.value) }) : changed;
-    },
-    async setAccountLimits(request) {
-      const overrides = limitOverrides(request);
-      if (!overrides.ok) return overrides;
-      const changed = await keys.setLimits(request.accountId, overrides.value);
-      return changed.ok ? ok({ account: accountMessage(changed.value) }) : changed;
-    },
-    async createAdminKey(request) {
-      const created = await keys.createAdminKey(request.accountId, request.name);
-      return created.ok ? ok({ adminKey: adminKeyMessage(created.value.record), key: created.value.key }) : created;
-    },
-    async getKey(request) {
-      const found = await keys.getKey(request.keyId);
-      return found.ok ? ok({ apiKey: keyMessage(found.value) }) : found;
-    },
-    async createAccount(request) {
-      const created = await keys.createAccount(request.name, request.plan);
-      return created.ok ? ok({ account: accountMessage(created.value) }) : created;
-    },
-    async getAccount(request) {
-      const found = await keys.getAccount(request.id);
-      return found.ok ? ok({ account: accountMessage(found.value) }) : found;
-    },
-    async createKey(request) {
-      const parsed = newKeyRequest(request);
-      if (!parsed.ok) return parsed;
-      const created = await keys.createKey(parsed.value);
-      return created.ok ? ok({ apiKey: keyMessage(created.value.record), key: created.value.key }) : created;
-    },
-    async listKeys(request) {
-      const listed = await keys.listKeys(request.accountId);
-      return listed.ok ? ok({ keys: listed.value.map(keyMessage) }) : listed;
-    },
-    async revokeKey(request) {
-      const revoked = await keys.revokeKey(request.keyId);
-      return revoked.ok ? ok({ apiKey: keyMessage(revoked.value) }) : revoked;
-    },
-  });
+    { answerThrown: keyStoreUnavailable },
+  );
 }

@@ -1,5 +1,5 @@
 import type { Pool } from '@gw/db';
-import { err, gatewayError, ok } from '@gw/errors';
+import { dependencyUnavailableError, err, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 
 export interface PeriodUsageQuery {
@@ -54,12 +54,7 @@ SELECT (ended_at AT TIME ZONE 'UTC')::date::text AS day,
  GROUP BY 1
  ORDER BY 1`;
 
-const unreadable = () =>
-  err(
-    gatewayError('overloaded_error', 'The gateway cannot read its usage store. Retry with exponential backoff.', {
-      retryAfterMs: 1000,
-    }),
-  );
+const unreadable = () => err(dependencyUnavailableError('usage store'));
 
 /** The metered usage in PostgreSQL, as the usage endpoint reports it. */
 export class PeriodUsageReader {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { err, gatewayError, ok } from '@gw/errors';
+import { dependencyUnavailableError, err, gatewayError, ok } from '@gw/errors';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { PlanConfig } from '@gw/config';
 import type { commonv1 } from '@gw/proto';
@@ -119,10 +119,7 @@ const tokensKeyGraceMs = 35 * 24 * 3600 * 1000;
 /** A release marker outlives every retry of that release (ingress retries for up to 110 s). */
 const releasedMarkerTtlMs = 120_000;
 
-const unavailable = () =>
-  gatewayError('overloaded_error', 'The gateway cannot check rate limits right now. Retry with exponential backoff.', {
-    retryAfterMs: 1000,
-  });
+const unavailable = () => dependencyUnavailableError('limits store');
 
 /**
  * The three limits of an account, decided atomically in Redis (or Redis Cluster). Without Redis nothing

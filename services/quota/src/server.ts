@@ -1,6 +1,6 @@
 import { registration } from '@gw/grpc';
 import { commonv1, quotav1 } from '@gw/proto';
-import { err, gatewayError, ok } from '@gw/errors';
+import { dependencyUnavailableError, err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { EffectiveLimits } from './effective-limits';
 import type { Caller, Environment, Lease, Limits } from './limits';
@@ -37,12 +37,7 @@ const limitsMessage = (limits: EffectiveLimits) => ({
   hardCeilingTokens: BigInt(limits.hardCeilingTokens),
 });
 
-const unavailable = () =>
-  err(
-    gatewayError('overloaded_error', 'The gateway cannot reach its limits store. Retry with exponential backoff.', {
-      retryAfterMs: 1000,
-    }),
-  );
+const unavailable = () => err(dependencyUnavailableError('limits store'));
 
 export function quotaService(limits: Limits) {
   const leaseMessage = (lease: Lease) => ({
