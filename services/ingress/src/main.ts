@@ -17,6 +17,7 @@ import { leaseReports } from './lease-reports';
 import { LeaseKeeper } from './leases';
 import { readIngressConfig } from './config';
 import { createAdminApp, createPublicApp } from './server';
+import { reverifyUntilAnswered } from './reverify';
 import { VerifiedKeys } from './verified-keys';
 
 function listen(server: Server, port: number, host: string): Promise<void> {
@@ -81,6 +82,8 @@ void runOrExit(async () => {
     leaseReporter,
   );
   leaseReporter.watch(leases);
+  /** Aborted at shutdown: background work stops. */
+  const stopping = new AbortController();
   const revocations = await subscribeToNotices(config.REDIS_URL, {
     onNotice: (notice) => {
       if (!('keyId' in notice)) return keys.dropAccount(notice.accountId);
@@ -91,6 +94,15 @@ void runOrExit(async () => {
     onConnectionChange: (connected) => {
       keys.setEnabled(connected);
       logger.info({ connected }, 'revocation channel');
+      // Notices sent while the channel was down are lost: the keys of requests in flight are asked again.
+      if (connected) {
+        void reverifyUntilAnswered(
+          { inFlight, verifyWithAuth: keyFromAuth(clients.auth), concurrency: 16 },
+          { attempts: 30, retryDelayMs: 1_000, signal: stopping.signal },
+        ).then((passes) =>
+          logger.info({ passes }, 'keys in flight verified again after the revocation channel was down'),
+        );
+      }
     },
     onError: (error) => logger.warn({ err: error.message }, 'redis subscriber connection problem'),
   });
@@ -165,6 +177,7 @@ void runOrExit(async () => {
   );
 
   onShutdown(logger, async () => {
+    stopping.abort();
     await new Promise((resolve) => adminServer.close(resolve));
     // Stop accepting; keep-alive connections close as soon as they are idle, and requests still running
     // after the grace period are cut (their usage is recorded as cancelled).

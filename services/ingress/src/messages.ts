@@ -65,7 +65,11 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
   const key = verified.value;
   const ids = { key_id: key.keyId, account_id: key.accountId };
   // From here on, a revocation of the key ends this request wherever it is.
-  const registration = deps.inFlight.register(key.keyId);
+  const registration = deps.inFlight.register(key.keyId, {
+    presentedKey: request.presentedKey,
+    sourceAddress: request.sourceAddress,
+    requestId: request.requestId,
+  });
   try {
     // An upload that had all arrived when its key was verified never held a slot unfinished: Acquire
     // takes the slot with the window and the allowance, one quota round trip instead of two.
