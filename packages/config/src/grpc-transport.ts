@@ -19,11 +19,16 @@ export type GrpcTransport =
       trustedCa: Buffer;
       /** The name a server's certificate must carry, when it is not the host of the address dialled. */
       serverName?: string;
+      /**
+       * A second, plaintext port that serves only grpc.health.v1.Health, for probes that cannot present a
+       * client certificate (the kubelet's gRPC probes speak plaintext only). Unset: no such port.
+       */
+      healthPort?: number;
     };
 
 const tlsFiles = ['GRPC_TLS_CERT', 'GRPC_TLS_KEY', 'GRPC_TLS_CA'] as const;
 type TlsFile = (typeof tlsFiles)[number];
-type TransportVariable = TlsFile | 'GRPC_TLS_SERVER_NAME' | 'GRPC_INSECURE';
+type TransportVariable = TlsFile | 'GRPC_TLS_SERVER_NAME' | 'GRPC_HEALTH_PORT' | 'GRPC_INSECURE';
 
 const filePath = z.string().min(1, 'expected a file path').optional();
 
@@ -32,6 +37,12 @@ const variablesSchema = z.object({
   GRPC_TLS_KEY: filePath,
   GRPC_TLS_CA: filePath,
   GRPC_TLS_SERVER_NAME: z.string().min(1, 'expected a host name').optional(),
+  GRPC_HEALTH_PORT: z.coerce
+    .number({ error: 'expected a port number' })
+    .int('expected a port number')
+    .min(1, 'expected a port number between 1 and 65535')
+    .max(65535, 'expected a port number between 1 and 65535')
+    .optional(),
   GRPC_INSECURE: z.enum(['true', 'false'], { error: 'expected true or false' }).default('false'),
 });
 type TransportVariables = z.infer<typeof variablesSchema>;
@@ -67,6 +78,10 @@ function transportOf(vars: TransportVariables): GrpcTransport {
   if (vars.GRPC_INSECURE === 'true') {
     // Both at once is a mistake either way round: refused rather than guessing which one was meant.
     if (tlsSetting !== undefined) throw new UnusableSetting(tlsSetting, 'expected unset with GRPC_INSECURE=true');
+    // The gRPC port itself answers plaintext health checks then.
+    if (vars.GRPC_HEALTH_PORT !== undefined) {
+      throw new UnusableSetting('GRPC_HEALTH_PORT', 'expected unset with GRPC_INSECURE=true');
+    }
     return { kind: 'plaintext' };
   }
   if (tlsSetting === undefined) {
@@ -91,7 +106,14 @@ function transportOf(vars: TransportVariables): GrpcTransport {
   if (!certificate.checkPrivateKey(key)) {
     throw new UnusableSetting('GRPC_TLS_KEY', 'expected the private key of the GRPC_TLS_CERT certificate');
   }
-  return { kind: 'mutualTls', certificateChain, privateKey, trustedCa, serverName: vars.GRPC_TLS_SERVER_NAME };
+  return {
+    kind: 'mutualTls',
+    certificateChain,
+    privateKey,
+    trustedCa,
+    serverName: vars.GRPC_TLS_SERVER_NAME,
+    healthPort: vars.GRPC_HEALTH_PORT,
+  };
 }
 
 const transportSchema = variablesSchema.transform((vars, context): GrpcTransport => {
@@ -105,7 +127,7 @@ const transportSchema = variablesSchema.transform((vars, context): GrpcTransport
 });
 
 /**
- * GRPC_TLS_CERT, GRPC_TLS_KEY, GRPC_TLS_CA (PEM files; GRPC_TLS_SERVER_NAME optional), or
+ * GRPC_TLS_CERT, GRPC_TLS_KEY, GRPC_TLS_CA (PEM files; GRPC_TLS_SERVER_NAME and GRPC_HEALTH_PORT optional), or
  * GRPC_INSECURE=true. Neither set is a ConfigError: a service never falls back to plaintext by itself.
  */
 export function readGrpcTransport(env: NodeJS.ProcessEnv = process.env): GrpcTransport {

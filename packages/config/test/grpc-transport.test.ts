@@ -52,6 +52,20 @@ describe('readGrpcTransport', () => {
     });
   });
 
+  it('reads the plaintext health port of mutual TLS, refused with plaintext gRPC or out of range', () => {
+    expect(readGrpcTransport({ ...tlsEnv(), GRPC_HEALTH_PORT: '8086' })).toMatchObject({
+      kind: 'mutualTls',
+      healthPort: 8086,
+    });
+    expect(readGrpcTransport(tlsEnv())).not.toHaveProperty('healthPort', expect.anything());
+    expect(() => readGrpcTransport({ GRPC_INSECURE: 'true', GRPC_HEALTH_PORT: '8086' })).toThrow(
+      /^invalid configuration: GRPC_HEALTH_PORT: expected unset with GRPC_INSECURE=true/,
+    );
+    expect(() => readGrpcTransport({ ...tlsEnv(), GRPC_HEALTH_PORT: '70000' })).toThrow(
+      /^invalid configuration: GRPC_HEALTH_PORT: expected a port number between 1 and 65535/,
+    );
+  });
+
   it('names what is wrong with the TLS settings', async () => {
     const withoutKey = { GRPC_TLS_CERT: own.certFile, GRPC_TLS_CA: authority.certFile };
     expect(() => readGrpcTransport(withoutKey)).toThrow(

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { Server, status as GrpcStatus } from '@grpc/grpc-js';
+import { Server, ServerCredentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type {
   ChannelOptions,
   handleBidiStreamingCall,
@@ -17,7 +17,7 @@ import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageSha
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import type { GrpcTransport } from '@gw/config';
 import { gatewayError, internalErrorMessage } from '@gw/errors';
-import type { GatewayError, Result } from '@gw/errors';
+import type { Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
 import { clientKeepaliveTimeMs } from './client';
 import { toGrpcStatus } from './error-detail';
@@ -153,36 +153,10 @@ function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessa
   };
 }
 
-export interface RegistrationOptions {
-  /**
-   * The answer for an error a unary handler threw that is not a bug, e.g. a store that cannot be
-   * reached: the call fails with it instead of api_error. Undefined: a bug, answered as one.
-   */
-  answerThrown?: (error: unknown) => GatewayError | undefined;
-}
-
-/** A unary handler whose thrown errors the options may turn into answers. */
-function answeringThrown(
-  handler: UnaryHandler<DescMessage, DescMessage>,
-  answerThrown: RegistrationOptions['answerThrown'],
-): UnaryHandler<DescMessage, DescMessage> {
-  if (!answerThrown) return handler;
-  return async (request, context) => {
-    try {
-      return await handler(request, context);
-    } catch (error) {
-      const answer = answerThrown(error);
-      if (answer === undefined) throw error;
-      return { ok: false, error: answer };
-    }
-  };
-}
-
 /** Binds typed handlers to a generated service. */
 export function registration<M extends GenServiceMethods>(
   service: GenService<M>,
   handlers: ServiceHandlers<M>,
-  options: RegistrationOptions = {},
 ): ServiceRegistration {
   return {
     service,
@@ -202,9 +176,12 @@ export function registration<M extends GenServiceMethods>(
         const handler = byName[method.localName];
         if (typeof handler !== 'function') continue;
         if (method.methodKind === 'unary') {
-          const unaryHandler = answeringThrown(handler as UnaryHandler<DescMessage, DescMessage>, options.answerThrown);
-          unaryTargets.set(method.name, { method, handler: unaryHandler });
-          implementation[method.localName] = unary(method, unaryHandler, hooks) as handleUnaryCall<unknown, unknown>;
+          unaryTargets.set(method.name, { method, handler: handler as UnaryHandler<DescMessage, DescMessage> });
+          implementation[method.localName] = unary(
+            method,
+            handler as UnaryHandler<DescMessage, DescMessage>,
+            hooks,
+          ) as handleUnaryCall<unknown, unknown>;
         } else if (method.methodKind === 'server_streaming') {
           implementation[method.localName] = serverStream(
             method,
@@ -233,6 +210,8 @@ export interface GrpcServerOptions {
 
 export interface RunningGrpcServer {
   port: number;
+  /** The plaintext health-only port (GRPC_HEALTH_PORT under mutual TLS), when there is one. */
+  healthPort?: number;
   /** Marks the process ready or not in grpc.health.v1 (the empty service name). */
   setServing(serving: boolean): void;
   /** Stops accepting calls, lets running ones finish for up to graceMs, then cuts them. */
@@ -257,6 +236,29 @@ export function serverOptions(options: Pick<GrpcServerOptions, 'maxMessageBytes'
   };
 }
 
+function bind(server: Server, address: string, credentials: ServerCredentials): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.bindAsync(address, credentials, (error, bound) => (error ? reject(error) : resolve(bound)));
+  });
+}
+
+/**
+ * Under mutual TLS with a health port: a plaintext server answering only grpc.health.v1.Health, from
+ * the same statuses as the main port. The kubelet's gRPC probes cannot present a client certificate, so
+ * they would be refused at the main port's handshake; health statuses are all this port tells anyone.
+ */
+async function startHealthServer(
+  host: string,
+  transport: GrpcTransport,
+  health: HealthImplementation,
+): Promise<{ server: Server; port: number } | undefined> {
+  if (transport.kind !== 'mutualTls' || transport.healthPort === undefined) return undefined;
+  const server = new Server();
+  health.addToServer(server);
+  const port = await bind(server, `${host}:${transport.healthPort}`, ServerCredentials.createInsecure());
+  return { server, port };
+}
+
 export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
   const server = new Server(serverOptions(options));
   const health = new HealthImplementation({ '': 'NOT_SERVING' });
@@ -273,13 +275,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     );
     health.setStatus(service.typeName, 'SERVING');
   }
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.host}:${options.port}`, serverCredentials(options.transport), (error, bound) =>
-      error ? reject(error) : resolve(bound),
-    );
-  });
+  const port = await bind(server, `${options.host}:${options.port}`, serverCredentials(options.transport));
+  const healthServer = await startHealthServer(options.host, options.transport, health);
   return {
     port,
+    healthPort: healthServer?.port,
     setServing: (serving) => health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING'),
     shutdown: async (graceMs) => {
       health.setStatus('', 'NOT_SERVING');
@@ -287,6 +287,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
       const timer = setTimeout(() => server.forceShutdown(), graceMs);
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       clearTimeout(timer);
+      // Probes keep getting NOT_SERVING until the calls drained, then the port goes too.
+      healthServer?.server.forceShutdown();
     },
   };
 }

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { defaultBodyLimitBytes, env, readEnv, readGrpcTransport } from '@gw/config';
 import type { GrpcTransport } from '@gw/config';
+import { readTracingConfig } from '@gw/telemetry';
+import type { TracingConfig } from '@gw/telemetry';
 
 const schema = z.object({
   LOG_LEVEL: env.logLevel(),
@@ -34,6 +36,15 @@ const schema = z.object({
   BODY_TIMEOUT_MS: env.positiveInt(120_000),
   /** Bytes of request bodies all requests of this ingress may hold at once; past it, 503. */
   BODY_BUFFER_MAX_BYTES: env.positiveInt(512 * 1024 * 1024),
+  /**
+   * Bodies larger than this are parsed and validated on worker threads (BODY_CHECK_THREADS of them, shared
+   * fairly between accounts), so that one caller's megabytes of JSON never stall the event loop.
+   */
+  BODY_CHECK_INLINE_MAX_BYTES: env.positiveInt(128 * 1024),
+  BODY_CHECK_THREADS: env.positiveInt(1),
+  /** Large bodies waiting for a check thread, per account and in all; past either, 503 with a retry hint. */
+  BODY_CHECK_QUEUED_PER_ACCOUNT: env.positiveInt(8),
+  BODY_CHECK_QUEUED_TOTAL: env.positiveInt(64),
   /** Revocations arrive here and end the key's requests in flight. */
   REDIS_URL: z
     .string()
@@ -86,8 +97,10 @@ const checkedSchema = schema.refine((config) => config.BODY_BUFFER_MAX_BYTES >= 
 export type IngressConfig = z.infer<typeof schema> & {
   /** Of the gRPC clients: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
   grpcTransport: GrpcTransport;
+  /** Tracing from the standard OTEL_* variables; off unless an OTLP endpoint is set. */
+  tracing: TracingConfig;
 };
 
 export function readIngressConfig(): IngressConfig {
-  return { ...readEnv(checkedSchema), grpcTransport: readGrpcTransport() };
+  return { ...readEnv(checkedSchema), grpcTransport: readGrpcTransport(), tracing: readTracingConfig(process.env, 'ingress') };
 }

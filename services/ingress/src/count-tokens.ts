@@ -7,12 +7,12 @@ import { reserve } from './pipeline/reserve';
 import type { Reservation } from './pipeline/reserve';
 import type { CallerRequest, GatewayDeps, PipelineClients } from './pipeline/types';
 import { windowForRefusal, windowOf } from './rate-limit';
-import { isJsonContentType, parseCountTokensBody } from './validation';
+import { isJsonContentType } from './validation';
 
 /** What a token count needs of the gateway. */
 export type CountTokensDeps = Pick<
   GatewayDeps,
-  'keys' | 'authorize' | 'leases' | 'bodyLimitFor' | 'logRequest' | 'countTokensTimeoutMs'
+  'keys' | 'authorize' | 'leases' | 'bodyLimitFor' | 'checkBody' | 'logRequest' | 'countTokensTimeoutMs'
 > & { clients: Pick<PipelineClients, 'quota'> & { router: Pick<Clients['router'], 'countTokens'> } };
 
 /**
@@ -49,7 +49,7 @@ export async function handleCountTokens(
     }
     const raw = await request.readBody(deps.bodyLimitFor(key.plan));
     if (!raw.ok) return await refuse(raw, reservation);
-    const body = parseCountTokensBody(raw.value);
+    const body = await deps.checkBody('count_tokens', raw.value, key.accountId);
     if (!body.ok) return await refuse(body, reservation);
     const authorized = await deps.authorize(key, body.value.model, raw.value, request.requestId);
     if (!authorized.ok) return await refuse(authorized, reservation);

@@ -1,13 +1,15 @@
 import type { Server } from 'node:http';
+import { join } from 'node:path';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { create, eventsv1 } from '@gw/proto';
 import { createRestorer, restoreAll } from '@gw/pii';
 import { createKafka } from '@gw/kafka';
-import { Counter, createLogger, Gauge, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { Counter, createLogger, Gauge, onShutdown, startMetricsServer, startTracing } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
 import { BodyBudget } from './body';
+import { BodyChecks } from './body-checks';
 import { createClients } from './clients';
 import { createEdgeMetrics } from './edge-metrics';
 import { authorizeLocallyOrWithPolicy, keyFromAuth } from './decisions';
@@ -34,6 +36,7 @@ void runOrExit(async () => {
     gatewayConfig.plans.map((plan) => [plan.id, Math.min(plan.bodyLimitBytes ?? Infinity, config.BODY_LIMIT_BYTES)]),
   );
   const logger = createLogger('ingress', config.LOG_LEVEL);
+  const tracing = startTracing(config.tracing);
   const clients = createClients(config);
   // Subscribed from the start, so that a catalogue is at hand by the time requests read it.
   const catalogueFollower = new CatalogueFollower({ watch: catalogueStreamOf(clients.policy), logger });
@@ -70,6 +73,14 @@ void runOrExit(async () => {
     collect() {
       this.set(bodyBudget.heldBytes);
     },
+  });
+  const bodyChecks = await BodyChecks.start({
+    inlineMaxBytes: config.BODY_CHECK_INLINE_MAX_BYTES,
+    threads: config.BODY_CHECK_THREADS,
+    queuedPerAccount: config.BODY_CHECK_QUEUED_PER_ACCOUNT,
+    queuedTotal: config.BODY_CHECK_QUEUED_TOTAL,
+    script: join(__dirname, 'body-check-thread.js'),
+    onThreadFailure: (failure) => logger.error(failure, 'a body check thread died; another took its place'),
   });
   const inFlight = new InFlightRequests();
   const keys = new VerifiedKeys(keyFromAuth(clients.auth), {
@@ -137,6 +148,7 @@ void runOrExit(async () => {
         },
         billingUnavailable: usageSpoolFull,
         bodyLimitFor: (plan) => planBodyLimits.get(plan) ?? config.BODY_LIMIT_BYTES,
+        checkBody: (kind, raw, account) => bodyChecks.check(kind, raw, account),
         recordUsage: (event) => {
           edgeMetrics.usageHanded();
           return publisher
@@ -190,8 +202,9 @@ void runOrExit(async () => {
     await publisher.disconnect();
     await revocations.close();
     leases.close();
+    await bodyChecks.close();
     await catalogueFollower.close();
     for (const client of Object.values(clients)) client.close();
-    await metrics.close();
+    await Promise.all([metrics.close(), tracing.shutdown()]);
   });
 });

@@ -26,6 +26,8 @@ export interface CandidatePool {
 /** One call of Complete, decoded from the wire. */
 export interface CompletionRequest {
   requestId: string;
+  /** The caller's account: worker threads are shared fairly between accounts. */
+  accountId: string;
   environment: 'live' | 'test';
   /** The key's residency tier; undefined when the key carries none (then no pool qualifies). */
   residency: Jurisdiction | undefined;

@@ -1,12 +1,23 @@
 import { z } from 'zod';
 import { env, readEnv, readGrpcTransport } from '@gw/config';
 import type { GrpcTransport } from '@gw/config';
+import { readTracingConfig } from '@gw/telemetry';
+import type { TracingConfig } from '@gw/telemetry';
 
 const schema = z.object({
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50054),
   /** Largest gRPC message received or sent; a request body crosses in one (BODY_LIMIT_BYTES + 1 MiB). */
   GRPC_MAX_MESSAGE_BYTES: env.grpcMaxMessageBytes(),
+  /**
+   * Test keys' bodies larger than this are read into the stub's answer on worker threads (LARGE_BODY_THREADS
+   * of them, shared fairly between accounts), so that one caller's megabytes never stall the event loop.
+   */
+  LARGE_BODY_INLINE_MAX_BYTES: env.positiveInt(128 * 1024),
+  LARGE_BODY_THREADS: env.positiveInt(1),
+  /** Large bodies waiting for a thread, per account and in all; past either, 503 with a retry hint. */
+  LARGE_BODY_QUEUED_PER_ACCOUNT: env.positiveInt(8),
+  LARGE_BODY_QUEUED_TOTAL: env.positiveInt(64),
   GATEWAY_CONFIG: z
     .string({ error: 'expected the path of the gateway YAML file' })
     .min(1, 'expected the path of the gateway YAML file'),
@@ -36,8 +47,10 @@ const checked = schema.refine((config) => config.UPSTREAM_EJECT_MAX_MS >= config
 export type RouterConfig = z.infer<typeof schema> & {
   /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
   grpcTransport: GrpcTransport;
+  /** Tracing from the standard OTEL_* variables; off unless an OTLP endpoint is set. */
+  tracing: TracingConfig;
 };
 
 export function readRouterConfig(): RouterConfig {
-  return { ...readEnv(checked), grpcTransport: readGrpcTransport() };
+  return { ...readEnv(checked), grpcTransport: readGrpcTransport(), tracing: readTracingConfig(process.env, 'router') };
 }

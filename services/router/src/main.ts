@@ -1,7 +1,8 @@
+import { join } from 'node:path';
 import { loadGatewayConfig, runOrExit } from '@gw/config';
 import { registration, startGrpcServer } from '@gw/grpc';
 import { routerv1 } from '@gw/proto';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, startTracing } from '@gw/telemetry';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
 import { createEndpointBalancer } from './balancer';
@@ -10,6 +11,7 @@ import { createEndpointMetrics, createRouterMetrics, registerBreakerStates, regi
 import { createPoolDirectory } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
+import { StubPlans } from './stub-plans';
 import { defaultTestStubOptions } from './test-stub';
 import { createUpstreamHttp } from './upstream-http';
 
@@ -20,6 +22,7 @@ void runOrExit(async () => {
   const config = readRouterConfig();
   const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
   const logger = createLogger('router', config.LOG_LEVEL);
+  const tracing = startTracing(config.tracing);
   const credential = (envName: string) => process.env[envName] || undefined;
   const pools = createPoolDirectory(gatewayConfig);
   for (const pool of pools.values()) {
@@ -58,6 +61,14 @@ void runOrExit(async () => {
     logger,
     metrics: endpointMetrics,
   });
+  const stubPlans = await StubPlans.start({
+    inlineMaxBytes: config.LARGE_BODY_INLINE_MAX_BYTES,
+    threads: config.LARGE_BODY_THREADS,
+    queuedPerAccount: config.LARGE_BODY_QUEUED_PER_ACCOUNT,
+    queuedTotal: config.LARGE_BODY_QUEUED_TOTAL,
+    script: join(__dirname, 'stub-plan-thread.js'),
+    onThreadFailure: (failure) => logger.error(failure, 'a large-body thread died; another took its place'),
+  });
   const router = createRouter({
     pools,
     adapters: createAdapterRegistry(),
@@ -67,6 +78,7 @@ void runOrExit(async () => {
     metrics: createRouterMetrics(metricsServer.registry),
     balancer,
     testStub: defaultTestStubOptions,
+    planStub: (request, signal) => stubPlans.plan(request, signal),
   });
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
@@ -85,6 +97,7 @@ void runOrExit(async () => {
     await healthChecks.stop();
     await grpc.shutdown(shutdownGraceMs);
     await http.close();
-    await metricsServer.close();
+    await stubPlans.close();
+    await Promise.all([metricsServer.close(), tracing.shutdown()]);
   });
 });

@@ -4,11 +4,13 @@ import { countTokensForTestKey, countTokensLive } from './count-tokens';
 import type { CountTokensRequest, TokenCount } from './count-tokens';
 import { completeLive } from './live-completion';
 import type { LiveCompletionDeps } from './live-completion';
-import { completeWithTestStub } from './test-stub';
-import type { TestStubOptions } from './test-stub';
+import { answerWithTestStub } from './test-stub';
+import type { StubPlan, TestStubOptions } from './test-stub';
 
 export interface RouterDeps extends LiveCompletionDeps {
   testStub: TestStubOptions;
+  /** Reads a test key's request into the stub's plan (StubPlans: large bodies off the event loop). */
+  planStub(request: CompletionRequest, signal: AbortSignal): Promise<StubPlan>;
 }
 
 export interface Router {
@@ -31,7 +33,7 @@ export function createRouter(deps: RouterDeps): Router {
       let outcome = 'incomplete';
       const source =
         request.environment === 'test'
-          ? completeWithTestStub(request, signal, deps.testStub)
+          ? answerWithTestStub(request, await deps.planStub(request, signal), signal, deps.testStub)
           : completeLive(request, signal, deps);
       try {
         for await (const item of source) {

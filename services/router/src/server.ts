@@ -34,6 +34,7 @@ function decodeRoutedCall(request: RoutedCall): Result<CountTokensRequest> {
   }
   return ok({
     requestId: request.requestId,
+    accountId: request.key?.accountId ?? '',
     environment: environment === commonv1.Environment.TEST ? 'test' : 'live',
     residency: request.key && residencies[request.key.residency],
     model: request.model,

@@ -212,32 +212,64 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   }
 }
 
-export async function* completeWithTestStub(
-  request: CompletionRequest,
-  signal: AbortSignal,
-  options: TestStubOptions = defaultTestStubOptions,
-): CompletionStream {
-  const body = parseJsonObject(request.body);
+/** Everything the stub's answer depends on, read from the request body once (large bodies on a thread). */
+export type StubPlan =
+  | { kind: 'refused'; error: GatewayError }
+  | { kind: 'tool-use'; model: string; inputTokens: number; name: string; input: JsonObject }
+  | {
+      kind: 'text';
+      model: string;
+      inputTokens: number;
+      /** The output tokens, `max_tokens` applied. */
+      chunks: string[];
+      stopReason: 'max_tokens' | 'end_turn';
+      magic: 'none' | 'stream-error' | 'slow';
+    };
+
+/** Reads the body into the stub's plan: pure, so that it can run on a worker thread. */
+export function planStubAnswer(bodyJson: Uint8Array, requestModel: string): StubPlan {
+  const body = parseJsonObject(bodyJson);
   if (body === undefined) {
-    yield err(gatewayError('invalid_request_error', 'The request body must be a JSON object.'));
-    return;
+    return { kind: 'refused', error: gatewayError('invalid_request_error', 'The request body must be a JSON object.') };
   }
   const magic = magicText(lastUserText(body));
-  if (magic.kind === 'error') {
-    yield err(magic.error);
-    return;
-  }
-  if (magic.kind === 'tool-use') {
-    yield* toolUseAnswer(request, body);
-    return;
-  }
-
+  if (magic.kind === 'error') return { kind: 'refused', error: magic.error };
+  const model = typeof body.model === 'string' ? body.model : requestModel;
+  const inputTokens = estimateInputTokens(body);
+  if (magic.kind === 'tool-use') return { kind: 'tool-use', model, inputTokens, ...stubToolCall(body) };
   const allChunks = stubChunks(body);
   const maxTokens = typeof body.max_tokens === 'number' ? Math.max(0, body.max_tokens) : allChunks.length;
   const chunks = allChunks.slice(0, maxTokens);
   const stopReason = chunks.length < allChunks.length ? 'max_tokens' : 'end_turn';
+  return { kind: 'text', model, inputTokens, chunks, stopReason, magic: magic.kind };
+}
+
+export function completeWithTestStub(
+  request: CompletionRequest,
+  signal: AbortSignal,
+  options: TestStubOptions = defaultTestStubOptions,
+): CompletionStream {
+  return answerWithTestStub(request, planStubAnswer(request.body, request.model), signal, options);
+}
+
+/** The stub's answer to a planned request, streamed or not. */
+export async function* answerWithTestStub(
+  request: CompletionRequest,
+  plan: StubPlan,
+  signal: AbortSignal,
+  options: TestStubOptions = defaultTestStubOptions,
+): CompletionStream {
+  if (plan.kind === 'refused') {
+    yield err(plan.error);
+    return;
+  }
+  if (plan.kind === 'tool-use') {
+    yield* toolUseAnswer(request, plan);
+    return;
+  }
+  const { chunks, stopReason, model, magic } = plan;
   const usage: TokenUsage = {
-    inputTokens: estimateInputTokens(body),
+    inputTokens: plan.inputTokens,
     outputTokens: chunks.length,
     cacheReadInputTokens: 0,
     cacheCreationInputTokens: 0,
@@ -248,13 +280,12 @@ export async function* completeWithTestStub(
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: 0,
   });
-  const model = typeof body.model === 'string' ? body.model : request.model;
   const id = messageId(request.requestId);
 
   if (!request.stream) {
-    if (magic.kind === 'slow' && !(await pause(options.slowDurationMs, signal))) return;
+    if (magic === 'slow' && !(await pause(options.slowDurationMs, signal))) return;
     yield ok({ kind: 'started', ...testStubPool });
-    if (magic.kind === 'stream-error') {
+    if (magic === 'stream-error') {
       yield err(simulatedStreamError());
       return;
     }
@@ -291,13 +322,13 @@ export async function* completeWithTestStub(
   );
   yield ok(sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
   yield ok(sse({ type: 'ping' }));
-  const paceMs = magic.kind === 'slow' ? options.slowDurationMs / Math.max(1, chunks.length) : 0;
+  const paceMs = magic === 'slow' ? options.slowDurationMs / Math.max(1, chunks.length) : 0;
   for (const [index, text] of chunks.entries()) {
-    if (magic.kind === 'stream-error' && index === deltasBeforeStreamError) break;
+    if (magic === 'stream-error' && index === deltasBeforeStreamError) break;
     if (paceMs > 0 && !(await pause(paceMs, signal))) return;
     yield ok(sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
   }
-  if (magic.kind === 'stream-error') {
+  if (magic === 'stream-error') {
     yield err(simulatedStreamError());
     return;
   }
@@ -325,11 +356,13 @@ function simulatedStreamError(): GatewayError {
  * tool call. Streamed, the input arrives as `input_json_delta` pieces whose concatenation is the
  * input's JSON; each piece is one output token.
  */
-async function* toolUseAnswer(request: CompletionRequest, body: JsonObject): CompletionStream {
-  const { name, input } = stubToolCall(body);
+async function* toolUseAnswer(
+  request: CompletionRequest,
+  { name, input, model, inputTokens }: Extract<StubPlan, { kind: 'tool-use' }>,
+): CompletionStream {
   const pieces = inputJsonPieces(input);
   const usage: TokenUsage = {
-    inputTokens: estimateInputTokens(body),
+    inputTokens,
     outputTokens: pieces.length,
     cacheReadInputTokens: 0,
     cacheCreationInputTokens: 0,
@@ -340,7 +373,6 @@ async function* toolUseAnswer(request: CompletionRequest, body: JsonObject): Com
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: 0,
   });
-  const model = typeof body.model === 'string' ? body.model : request.model;
   const id = messageId(request.requestId);
   const toolUse = { type: 'tool_use', id: toolUseId(request.requestId), name };
 

@@ -9,7 +9,7 @@ import { estimateInputTokens } from '../src/estimate';
 import type { FailoverDeps } from '../src/failover';
 import { createPoolDirectory } from '../src/pools';
 import { createRouter } from '../src/router';
-import { defaultTestStubOptions } from '../src/test-stub';
+import { defaultTestStubOptions, planStubAnswer } from '../src/test-stub';
 import type { UpstreamHttp } from '../src/upstream-http';
 import { fakeHttp, noMetrics, recordingLogger, silentLogger } from './fakes';
 import type { Answer } from './fakes';
@@ -72,6 +72,7 @@ function request(
 ): CountTokensRequest {
   return {
     requestId: 'req_count',
+    accountId: 'account-1',
     environment: 'live',
     residency: 'eu',
     model: 'm',
@@ -202,7 +203,11 @@ describe('router.countTokens', () => {
   function router(http: UpstreamHttp, logger = recordingLogger()) {
     return {
       logger,
-      router: createRouter({ ...deps(http, { logger: logger.logger }), testStub: defaultTestStubOptions }),
+      router: createRouter({
+        ...deps(http, { logger: logger.logger }),
+        testStub: defaultTestStubOptions,
+        planStub: (request) => Promise.resolve(planStubAnswer(request.body, request.model)),
+      }),
     };
   }
 

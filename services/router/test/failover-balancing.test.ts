@@ -63,6 +63,7 @@ function setup(http: UpstreamHttp) {
 function request(candidates: string[], residency: 'eu' | 'uk' = 'eu'): CompletionRequest {
   return {
     requestId: 'req_balance',
+    accountId: 'account-1',
     environment: 'live',
     residency,
     model: 'm',

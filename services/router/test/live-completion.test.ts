@@ -51,6 +51,7 @@ function deps(http: UpstreamHttp, env: Record<string, string> = { EU_B_KEY: 'sk-
 function request(candidates: [string, string][], residency: 'eu' | 'uk' = 'eu'): CompletionRequest {
   return {
     requestId: 'req_live',
+    accountId: 'account-1',
     environment: 'live',
     residency,
     model: 'm',

@@ -7,7 +7,7 @@ import type { AdapterRegistry } from '../src/adapters';
 import { createEndpointBalancer } from '../src/balancer';
 import { createPoolDirectory } from '../src/pools';
 import { createRouter } from '../src/router';
-import { defaultTestStubOptions } from '../src/test-stub';
+import { defaultTestStubOptions, planStubAnswer } from '../src/test-stub';
 import type { UpstreamHttpRequest } from '../src/upstream-http';
 import { fakeHttp, noMetrics, silentLogger } from './fakes';
 import type { Answer } from './fakes';
@@ -179,9 +179,11 @@ async function run(subject: Scenario) {
       settings: { failureThreshold: 1, baseEjectionMs: 60_000, maxEjectionMs: 60_000 },
     }),
     testStub: defaultTestStubOptions,
+    planStub: (request) => Promise.resolve(planStubAnswer(request.body, request.model)),
   });
   const request = {
     requestId: 'req_property',
+    accountId: 'account-1',
     environment: 'live' as const,
     residency: subject.residency,
     model: 'm',

@@ -8,6 +8,7 @@ function stubRequest(text: string, extra: Record<string, unknown> = {}, requestI
   const body = { model: 'claude-sonnet-5', max_tokens: 1024, messages: [{ role: 'user', content: text }], ...extra };
   return {
     requestId,
+    accountId: 'account-1',
     environment: 'test',
     residency: 'eu',
     model: 'claude-sonnet-5',

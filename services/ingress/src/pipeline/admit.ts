@@ -4,7 +4,7 @@ import { commonv1 } from '@gw/proto';
 import type { quotav1 } from '@gw/proto';
 import { windowOf } from '../rate-limit';
 import type { Restoration } from '../restoration';
-import { isJsonContentType, parseMessagesBody } from '../validation';
+import { isJsonContentType } from '../validation';
 import type { LeaseRef } from '../leases';
 import type { Reservation } from './reserve';
 import type { Authorization, CallerRequest, MessagesDeps } from './types';
@@ -59,7 +59,7 @@ export async function admit(
   }
   const raw = await request.readBody(deps.bodyLimitFor(key.plan));
   if (!raw.ok) return raw;
-  const body = parseMessagesBody(raw.value);
+  const body = await deps.checkBody('messages', raw.value, key.accountId);
   if (!body.ok) return body;
   const { model } = body.value;
 
@@ -78,7 +78,7 @@ export async function admit(
   return ok({
     key,
     model,
-    streamed: body.value.stream === true,
+    streamed: body.value.stream,
     live,
     body: decision.bodyJson ?? raw.value,
     pools: decision.pools,

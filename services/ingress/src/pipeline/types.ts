@@ -1,5 +1,6 @@
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { commonv1, eventsv1, MessageInitShape, policyv1 } from '@gw/proto';
+import type { BodyChecks } from '../body-checks';
 import type { CatalogueFollower } from '../catalogue-snapshot';
 import type { Clients } from '../clients';
 import type { SettledRequest } from '../edge-metrics';
@@ -92,6 +93,8 @@ export interface MessagesDeps {
   logFailure(error: unknown, fields: Record<string, unknown>): void;
   /** The body size limit of a plan: the gateway's, or the plan's where that is lower. */
   bodyLimitFor(plan: string): number;
+  /** Parses and validates a body read whole (400 naming the field); large ones off the event loop. */
+  checkBody: BodyChecks['check'];
   /** True while usage events cannot be kept (the durable buffer is full): live requests are refused. */
   billingUnavailable(): boolean;
   /** Mode `tokenise`: puts this request's originals back into its completion (kept for this request only). */

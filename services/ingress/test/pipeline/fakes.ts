@@ -3,6 +3,7 @@ import { err, ok } from '@gw/errors';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { commonv1, policyv1, quotav1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
+import { summariseBody } from '../../src/body-checks';
 import { InFlightRequests } from '../../src/in-flight';
 import type { CallerRequest, MessagesDeps, ResponseSink, UsageEventInit } from '../../src/pipeline/types';
 
@@ -234,6 +235,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
     logRequest: () => undefined,
     logFailure: (error) => failures.push(error),
     bodyLimitFor: () => 1024 * 1024,
+    checkBody: (kind, raw) => Promise.resolve(summariseBody(kind, raw)),
     billingUnavailable: () => false,
     restorationFor:
       options.restorationFor ??

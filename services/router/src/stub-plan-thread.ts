@@ -1,0 +1,7 @@
+import { serveTasks } from '@gw/workers';
+import { planStubAnswer } from './test-stub';
+import type { StubPlan } from './test-stub';
+import type { StubPlanTask } from './stub-plans';
+
+/** A worker thread of StubPlans: one large test-key body at a time, read into the stub's plan. */
+serveTasks<StubPlanTask, StubPlan>((task) => ({ outcome: planStubAnswer(task.body, task.model) }));
