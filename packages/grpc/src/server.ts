@@ -17,7 +17,7 @@ import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageSha
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import type { GrpcTransport } from '@gw/config';
 import { gatewayError, internalErrorMessage } from '@gw/errors';
-import type { Result } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
 import { clientKeepaliveTimeMs } from './client';
 import { toGrpcStatus } from './error-detail';
@@ -153,10 +153,36 @@ function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessa
   };
 }
 
+export interface RegistrationOptions {
+  /**
+   * The answer for an error a unary handler threw that is not a bug, e.g. a store that cannot be
+   * reached: the call fails with it instead of api_error. Undefined: a bug, answered as one.
+   */
+  answerThrown?: (error: unknown) => GatewayError | undefined;
+}
+
+/** A unary handler whose thrown errors the options may turn into answers. */
+function answeringThrown(
+  handler: UnaryHandler<DescMessage, DescMessage>,
+  answerThrown: RegistrationOptions['answerThrown'],
+): UnaryHandler<DescMessage, DescMessage> {
+  if (!answerThrown) return handler;
+  return async (request, context) => {
+    try {
+      return await handler(request, context);
+    } catch (error) {
+      const answer = answerThrown(error);
+      if (answer === undefined) throw error;
+      return { ok: false, error: answer };
+    }
+  };
+}
+
 /** Binds typed handlers to a generated service. */
 export function registration<M extends GenServiceMethods>(
   service: GenService<M>,
   handlers: ServiceHandlers<M>,
+  options: RegistrationOptions = {},
 ): ServiceRegistration {
   return {
     service,
@@ -176,12 +202,9 @@ export function registration<M extends GenServiceMethods>(
         const handler = byName[method.localName];
         if (typeof handler !== 'function') continue;
         if (method.methodKind === 'unary') {
-          unaryTargets.set(method.name, { method, handler: handler as UnaryHandler<DescMessage, DescMessage> });
-          implementation[method.localName] = unary(
-            method,
-            handler as UnaryHandler<DescMessage, DescMessage>,
-            hooks,
-          ) as handleUnaryCall<unknown, unknown>;
+          const unaryHandler = answeringThrown(handler as UnaryHandler<DescMessage, DescMessage>, options.answerThrown);
+          unaryTargets.set(method.name, { method, handler: unaryHandler });
+          implementation[method.localName] = unary(method, unaryHandler, hooks) as handleUnaryCall<unknown, unknown>;
         } else if (method.methodKind === 'server_streaming') {
           implementation[method.localName] = serverStream(
             method,
