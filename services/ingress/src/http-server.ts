@@ -74,7 +74,8 @@ function rawErrorResponse(error: GatewayError, requestId: string): string {
 /**
  * Node answers a request it cannot parse (or that arrives too slowly) with a bare status and no body. Here
  * it gets the error envelope with a request id, wherever an answer cannot be mistaken for another: not
- * inside a response already under way, not to a connection that never sent a byte, not to a peer gone.
+ * inside a response already under way (after it, when the bad request was pipelined behind a good one), not
+ * to a connection that never sent a byte, not to a peer gone.
  */
 function answerUnreadableRequests(server: Server, bounds: ReceiveBounds): void {
   const exchanges = new WeakMap<Duplex, Exchange>();
@@ -93,6 +94,17 @@ function answerUnreadableRequests(server: Server, bounds: ReceiveBounds): void {
       ? !receiving.response.headersSent
       : exchange === undefined || exchange.response.writableEnded;
     const spoke = !(socket instanceof Socket) || socket.bytesRead > 0;
+    const answering = exchange?.request.complete && !exchange.response.writableEnded ? exchange : undefined;
+    if (refusal && answering && socket.writable) {
+      // Pipelined after a request whose answer is still being written: that answer goes out whole first,
+      // then the refusal, instead of both being thrown away with the connection.
+      answering.response.once('close', () => {
+        if (answering.response.writableFinished && socket.writable) {
+          socket.end(rawErrorResponse(refusal, newRequestId()), () => socket.destroy());
+        } else socket.destroy();
+      });
+      return;
+    }
     if (refusal && receiving?.response.headersSent && socket.writable) {
       // Answered before its body had all arrived (a refusal whose upload is being dropped): what was
       // written leaves before the connection closes, instead of being thrown away with it.

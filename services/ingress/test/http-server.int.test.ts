@@ -179,6 +179,21 @@ describe('requests Node cannot read are answered in the envelope', () => {
     expect(JSON.parse(second!.body)).toEqual(expect.objectContaining({ type: 'error' }));
   });
 
+  it('answers a malformed request pipelined behind one still being answered, after that answer whole', async () => {
+    const socket = connect(server.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (data: Buffer) => (received += data.toString('latin1')));
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET /stream HTTP/1.1\r\nhost: a\r\n\r\nBREW / HTTP/1.1\r\n\r\n');
+    await waitUntil(() => received.includes('event: ping'), { what: 'the stream to start' });
+    server.finishStream();
+    await closed;
+    expect(received).toContain('event: done\n\n');
+    const refusal = received.slice(received.indexOf('event: done\n\n'));
+    expect(refusal).toContain('HTTP/1.1 400 Bad Request');
+    expect(refusal).toContain('"type":"invalid_request_error"');
+  });
+
   it('gives the id of the request being read when its body turns out malformed', async () => {
     const raw = 'POST /read HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n';
     const { status, requestId } = envelopeAnswer(await exchange(server.port, raw));
