@@ -134,7 +134,7 @@ export function resolveOverlaps(placed: Placed[], normText: string): Detected[] 
 export function detectDetailed(text: string, options: DetectOptions = {}): Detected[] {
   if (text.length === 0) return [];
   const normalised = normalise(text);
-  const scan = new Scan(normalised.text);
+  const scan = new Scan(normalised.text, options.now?.getTime());
   const enabled = new Set<EntityType>(options.types ?? ENTITY_TYPES);
   const candidates: Candidate[] = [];
   for (const detector of DETECTORS) {

@@ -1,3 +1,4 @@
+import { sentenceCuts, sentenceEnd, sentenceStart } from './sentences';
 import type { DetectorId, EntityType } from './types';
 
 /** A match in NORMALISED offsets, before thresholds and overlap resolution. */
@@ -11,7 +12,7 @@ export interface Candidate {
   readonly canonical: string;
 }
 
-/** Context words: how far around a match they count (normalised characters). */
+/** Context words: how far around a match they count (normalised characters), never past its sentence. */
 export const CONTEXT_BEFORE = 60;
 export const CONTEXT_AFTER = 30;
 /** A context word raises the score by this much, and to at least CONTEXT_MIN (Presidio's 0.35 / 0.4). */
@@ -20,11 +21,11 @@ export const CONTEXT_MIN = 0.4;
 /**
  * A negative context word ("order", "invoice", "version", …) lowers the score by this much. It counts only
  * shortly BEFORE the value (a label precedes its value), so that the label of the NEXT value ("…PESEL
- * 44051401359. Order 123…") does not count against this one.
+ * 44051401359. Order 123…") does not count against this one; and not when a number of its own and then words
+ * come between it and the value ("Re ticket 4471: my PESEL is …": "ticket" labels 4471).
  */
 export const NEGATIVE_PENALTY = 0.35;
 export const NEGATIVE_BEFORE = 32;
-export const NEGATIVE_AFTER = 0;
 
 /** One boundary-aware, case-insensitive regex for a list of words or phrases. */
 export function wordList(words: readonly string[]): RegExp {
@@ -60,6 +61,34 @@ export const NEGATIVE_CONTEXT = wordList([
   'booking',
   'version',
   'build',
+  // German, French, Spanish, Italian, Dutch, Polish: order, invoice, reference, tracking, version.
+  'bestellung',
+  'bestellnummer',
+  'rechnung',
+  'rechnungsnummer',
+  'referenz',
+  'sendungsnummer',
+  'commande',
+  'facture',
+  'référence',
+  'numéro de suivi',
+  'pedido',
+  'factura',
+  'referencia',
+  'número de seguimiento',
+  'ordine',
+  'fattura',
+  'riferimento',
+  'bestelling',
+  'bestelnummer',
+  'factuur',
+  'referentie',
+  'zamówienie',
+  'zamówienia',
+  'faktura',
+  'faktury',
+  'numer zamówienia',
+  'wersja',
 ]);
 
 const WORD_CHAR = /^[\p{L}\p{N}_]$/u;
@@ -111,15 +140,61 @@ export interface DigitRun {
   readonly plus: number;
 }
 
+const isLetterCode = (unit: number): boolean =>
+  (unit >= 65 && unit <= 90) || (unit >= 97 && unit <= 122) || unit > 0x7f;
+
 /** Scan state shared by the detectors for one normalised text. */
 export class Scan {
-  constructor(readonly text: string) {}
+  /**
+   * @param now the time of the request (ms since the epoch): a date after it is no date of birth.
+   */
+  constructor(
+    readonly text: string,
+    readonly now: number = Date.now(),
+  ) {}
 
-  /** True when a word of `words` occurs within the context window around [start, end). */
+  private cutsCache: number[] | null = null;
+
+  /** Sentence cuts, found once per text and only when some match asks for its context. */
+  private cuts(): readonly number[] {
+    if (this.cutsCache === null) this.cutsCache = sentenceCuts(this.text);
+    return this.cutsCache;
+  }
+
+  /** The context window before `start`: `before` characters at most, never before its sentence. */
+  private windowBefore(start: number, before: number): string {
+    const from = Math.max(0, start - before);
+    if (from === start) return '';
+    return this.text.slice(Math.max(from, sentenceStart(this.cuts(), start)), start);
+  }
+
+  /** The context window after `end`: `after` characters at most, never past its sentence. */
+  private windowAfter(end: number, after: number): string {
+    const to = Math.min(this.text.length, end + after);
+    if (to === end) return '';
+    return this.text.slice(end, Math.min(to, sentenceEnd(this.cuts(), end, this.text.length)));
+  }
+
+  /** True when a word of `words` occurs within the context window around [start, end), in its sentence. */
   near(words: RegExp, start: number, end: number, before = CONTEXT_BEFORE, after = CONTEXT_AFTER): boolean {
-    return (
-      words.test(this.text.slice(Math.max(0, start - before), start)) || words.test(this.text.slice(end, end + after))
-    );
+    return words.test(this.windowBefore(start, before)) || words.test(this.windowAfter(end, after));
+  }
+
+  /**
+   * True when a negative word labels the value at `start`: it is in the window before it, and no number followed
+   * by words stands between them (that number is the one it labels).
+   */
+  negativeBefore(words: RegExp, start: number, before = NEGATIVE_BEFORE): boolean {
+    const window = this.windowBefore(start, before);
+    // Most windows hold no negative word at all: only those that do are looked at more closely.
+    if (!words.test(window)) return false;
+    let letterAfter = false;
+    for (let index = window.length - 1; index >= 0; index -= 1) {
+      const unit = window.charCodeAt(index);
+      if (isLetterCode(unit)) letterAfter = true;
+      else if (letterAfter && isDigitCode(unit)) return words.test(window.slice(index + 1));
+    }
+    return true;
   }
 
   /** base → +context (at least CONTEXT_MIN) → −negative context, clamped to [0, 1]. */
@@ -135,8 +210,7 @@ export class Scan {
       score = Math.max(score + (options.boost ?? CONTEXT_BOOST), CONTEXT_MIN);
     }
     const negative = options.negative === undefined ? NEGATIVE_CONTEXT : options.negative;
-    if (negative !== null && this.near(negative, start, end, NEGATIVE_BEFORE, NEGATIVE_AFTER))
-      score -= NEGATIVE_PENALTY;
+    if (negative !== null && this.negativeBefore(negative, start)) score -= NEGATIVE_PENALTY;
     return Math.min(1, Math.max(0, Math.round(score * 100) / 100));
   }
 

@@ -75,6 +75,8 @@ export interface DetectOptions {
   readonly thresholds?: Partial<Record<DetectorId, number>>;
   /** Only these entity types (default: all). */
   readonly types?: readonly EntityType[];
+  /** The time of the request (default: the clock when detection runs): a date after its day is no date of birth. */
+  readonly now?: Date;
 }
 
 export type Counts = Partial<Record<EntityType, number>>;

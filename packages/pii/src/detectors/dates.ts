@@ -4,7 +4,8 @@ import { allMatches, wordList, type Candidate, type Detector, type Scan } from '
 /**
  * Dates of birth and passport numbers: patterns that match far too much on their own (every date, every
  * 9-character code), so they are reported only with a context word near them: the base score is below any
- * threshold and the context boost (0.5) lifts it over.
+ * threshold and the context boost (0.5) lifts it over. A date after the day of the request (Scan.now) is not a
+ * date of birth, whatever the context.
  */
 
 const DOB_CONTEXT = wordList([
@@ -72,12 +73,27 @@ const MONTH_DAY_YEAR = new RegExp(
 const yearOf = (text: string): number => (text.length === 2 ? 1900 + Number(text) : Number(text));
 const plausibleYear = (year: number): boolean => year >= 1900 && year <= 2099;
 
+/** The furthest time zone ahead of UTC (UTC+14): its date is the latest calendar date anywhere on Earth. */
+const FURTHEST_AHEAD_MS = 14 * 3_600_000;
+
+/**
+ * The latest date of birth possible at `now`, as yyyymmdd: today's date where it is already latest, so that a
+ * baby born today anywhere is still a date of birth while tomorrow is not.
+ */
+export function latestBirthDate(now: number): number {
+  const latest = new Date(now + FURTHEST_AHEAD_MS);
+  return latest.getUTCFullYear() * 10_000 + (latest.getUTCMonth() + 1) * 100 + latest.getUTCDate();
+}
+
 export const dobDetector: Detector = {
   ids: ['dob'],
   run(scan: Scan, out: Candidate[]): void {
     const text = scan.text;
+    const latest = latestBirthDate(scan.now);
     const push = (start: number, end: number, year: number, month: number, day: number): void => {
       if (!plausibleYear(year) || !validDate(year, month, day)) return;
+      // A date after the request's day is an appointment or a deadline, never a birth.
+      if (year * 10_000 + month * 100 + day > latest) return;
       out.push({
         detector: 'dob',
         type: 'DATE_OF_BIRTH',

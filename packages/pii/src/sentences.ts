@@ -1,0 +1,107 @@
+/**
+ * Where sentences end in a normalised text, so that context words count only in the sentence of the value they
+ * describe ("Build 8.53 failed. PESEL: …" — "build" says nothing about the PESEL).
+ *
+ * A sentence ends:
+ * - at '!', '?', '…' or a run of dots, followed (after closing quotes or brackets) by whitespace;
+ * - at a single '.' followed by whitespace, unless the word before it is an abbreviation ("Dr.", "No.", "Tel.",
+ *   "z.B.", "e.g.") or an initial ("J. Smith"); a dot between digits (8.53, 1.2.3) is never followed by
+ *   whitespace, so it never ends one;
+ * - at a line break, unless the line ends with ':' (a label whose value is on the next line: forms, key: value
+ *   lists). Lines in prompts are mostly records (lists, forms, logs, code), each with its own context; prose
+ *   hard-wrapped between a label and its value loses that context (the value's own score still stands).
+ * The result is a sorted list of cut positions: sentence k is [cuts[k-1], cuts[k]).
+ */
+
+/** Words that end with a '.' without ending the sentence (compared in lower case, without the dot). */
+const ABBREVIATIONS = new Set([
+  // English
+  'mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'sr', 'jr', 'no', 'nos', 'nr', 'tel', 'fax', 'mob', 'approx', 'vs',
+  'cf', 'ref', 'fig', 'vol', 'pp', 'ext', 'dept', 'apt', 'ave', 'rd',
+  // German
+  'geb', 'str', 'bzw', 'ggf', 'ca', 'hr', 'fr', 'hrn', 'abs', 'vgl',
+  // French
+  'mme', 'mlle', 'av', 'bd', 'env', 'cie',
+  // Spanish
+  'sra', 'srta', 'dña', 'núm', 'num', 'avda', 'pza',
+  // Italian
+  'sig', 'sigg', 'dott', 'ing', 'avv', 'geom',
+  // Dutch
+  'dhr', 'mevr', 'mw', 'ir', 'drs',
+  // Polish
+  'ul', 'al', 'np', 'tj', 'godz', 'tzw', 'ur', 'tzn',
+]); // prettier-ignore
+
+/** Letters with dots between them: "e.g", "i.e", "d.o.b", "U.S", "z.B" (the final dot is the one looked at). */
+const DOTTED = /^(?:\p{L}{1,2}\.)+\p{L}{1,2}$/u;
+/** Sentence punctuation followed by whitespace, or a line break. */
+const CANDIDATE = /([.!?…]+)["'”’)\]]*(?=\s)|\n/g;
+
+const isSpaceCode = (unit: number): boolean => unit === 32 || unit === 9 || unit === 13 || unit === 12;
+
+/** The word ending just before `dot` (letters, digits and inner dots), at most 24 characters. */
+function wordBefore(text: string, dot: number): string {
+  let start = dot;
+  while (start > 0 && dot - start < 24) {
+    const unit = text.charCodeAt(start - 1);
+    if (isSpaceCode(unit) || unit === 10 || unit === 40 || unit === 34 || unit === 39) break;
+    start -= 1;
+  }
+  return text.slice(start, dot);
+}
+
+function dotEndsSentence(text: string, dot: number): boolean {
+  const word = wordBefore(text, dot);
+  if (word.length === 0) return true;
+  if (DOTTED.test(word)) return false;
+  const lower = word.toLowerCase();
+  // An initial ("J. Smith") or an abbreviation.
+  if (/^\p{L}$/u.test(word) || ABBREVIATIONS.has(lower)) return false;
+  return true;
+}
+
+/** True when the line ending at the newline at `index` ends with ':' (trailing spaces ignored). */
+function lineEndsWithColon(text: string, index: number): boolean {
+  let before = index - 1;
+  while (before >= 0 && isSpaceCode(text.charCodeAt(before))) before -= 1;
+  return before >= 0 && text.charCodeAt(before) === 58;
+}
+
+export function sentenceCuts(text: string): number[] {
+  const cuts: number[] = [];
+  CANDIDATE.lastIndex = 0;
+  for (let match = CANDIDATE.exec(text); match !== null; match = CANDIDATE.exec(text)) {
+    if (match[0] === '\n') {
+      if (!lineEndsWithColon(text, match.index)) cuts.push(match.index);
+      continue;
+    }
+    const punctuation = match[1]!;
+    if (punctuation === '.' && !dotEndsSentence(text, match.index)) continue;
+    cuts.push(match.index + match[0].length);
+  }
+  return cuts;
+}
+
+/** The last cut at or before `index`, or 0. */
+export function sentenceStart(cuts: readonly number[], index: number): number {
+  let low = 0;
+  let high = cuts.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (cuts[middle]! <= index) low = middle + 1;
+    else high = middle;
+  }
+  return low === 0 ? 0 : cuts[low - 1]!;
+}
+
+/** The first cut at or after `index`, or `length`. */
+export function sentenceEnd(cuts: readonly number[], index: number, length: number): number {
+  let low = 0;
+  let high = cuts.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (cuts[middle]! < index) low = middle + 1;
+    else high = middle;
+  }
+  return low === cuts.length ? length : cuts[low]!;
+}
