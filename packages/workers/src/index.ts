@@ -1,3 +1,4 @@
 export * from './fair-scheduler';
-export * from './thread';
 export * from './thread-pool';
+// A thread's script imports '@gw/workers/thread' alone, so that it loads none of the pool's dependencies.
+export type { ThreadMessage, TaskResult } from './thread';

@@ -1,4 +1,4 @@
-import { serveTasks } from '@gw/workers';
+import { serveTasks } from '@gw/workers/thread';
 import type { Result } from '@gw/errors';
 import { summariseBody } from './body-checks';
 import type { BodyCheckTask, BodySummary } from './body-checks';

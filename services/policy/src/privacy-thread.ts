@@ -1,4 +1,4 @@
-import { serveTasks, transferableOf } from '@gw/workers';
+import { serveTasks, transferableOf } from '@gw/workers/thread';
 import { transformBody } from './privacy';
 import type { PrivacyMode, PrivacyOutcome } from './privacy';
 

@@ -1,4 +1,4 @@
-import { serveTasks } from '@gw/workers';
+import { serveTasks } from '@gw/workers/thread';
 import { planStubAnswer } from './test-stub';
 import type { StubPlan } from './test-stub';
 import type { StubPlanTask } from './stub-plans';
