@@ -41,6 +41,7 @@ interface Container {
   name: string;
   image: string;
   env: EnvVar[];
+  ports?: { name: string; containerPort: number }[];
   securityContext: {
     allowPrivilegeEscalation: boolean;
     readOnlyRootFilesystem: boolean;
@@ -249,12 +250,23 @@ describe('probes', () => {
     }
   });
 
-  test('mutual TLS: the kubelet cannot present a certificate, so the gRPC port is checked by TCP', () => {
-    const each = container(render(), 'quota');
-    for (const probe of [each.startupProbe, each.livenessProbe, each.readinessProbe]) {
-      expect(probe).toMatchObject({ tcpSocket: { port: 'grpc' } });
-      expect(probe?.grpc).toBeUndefined();
+  test('mutual TLS: native gRPC probes on the plaintext health-only port the services open', () => {
+    const manifests = render();
+    for (const service of grpcServices) {
+      const each = container(manifests, service);
+      const env = envOf(manifests, service);
+      const healthPort = Number(env.get('GRPC_HEALTH_PORT')?.value);
+      expect(healthPort).toBe(8086);
+      expect(healthPort).not.toBe(Number(env.get('GRPC_PORT')?.value));
+      expect(each.ports).toContainEqual({ name: 'health', containerPort: healthPort });
+      for (const probe of [each.startupProbe, each.livenessProbe, each.readinessProbe]) {
+        expect(probe?.grpc).toEqual({ port: healthPort });
+        expect(probe?.tcpSocket).toBeUndefined();
+      }
     }
+    const plaintext = render('--set', 'grpc.insecure=true');
+    expect(envOf(plaintext, 'quota').has('GRPC_HEALTH_PORT')).toBe(false);
+    expect(container(plaintext, 'quota').ports?.map((port) => port.name)).not.toContain('health');
   });
 
   test('ingress: HTTP /healthz (alive) and /readyz (ready) on the public port', () => {
