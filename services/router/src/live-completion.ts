@@ -36,7 +36,8 @@ export async function* completeLive(
           requestId: request.requestId,
         }),
       accepts: (contentType) => adapter.acceptsContentType(contentType, request.stream),
-      relay: (upstreamBody: UpstreamBody) => adapter.relay(upstreamBody, request.stream),
+      relay: (upstreamBody: UpstreamBody) =>
+        adapter.relay(upstreamBody, { stream: request.stream, model: request.model, body }),
     }),
   });
   switch (outcome.kind) {

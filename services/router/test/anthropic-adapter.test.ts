@@ -10,7 +10,7 @@ import {
   parseErrorBody,
   toCountTokensRequest,
   toUpstreamRequest,
-  usageOfMessage,
+  relayedMessage,
 } from '../src/adapters/anthropic/transform';
 import type { AdapterCall } from '../src/adapters';
 import type { CompletionEvent } from '../src/completion';
@@ -173,15 +173,16 @@ describe('response checks', () => {
     expect(parseErrorBody('<html>bad gateway</html>')).toEqual({});
   });
 
-  it('reads usage from a Message body', () => {
-    const body = JSON.stringify({
-      type: 'message',
-      usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 3, cache_creation_input_tokens: null },
-    });
-    expect(usageOfMessage(body)).toEqual(
-      ok({ inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 3, cacheCreationInputTokens: 0 }),
+  it('reads usage from a Message body, and names the alias in it', () => {
+    const usage = { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 3, cache_creation_input_tokens: null };
+    const body = JSON.stringify({ type: 'message', model: 'claude-sonnet-5-20250929', usage });
+    expect(relayedMessage(body, 'claude-sonnet-5')).toEqual(
+      ok({
+        json: JSON.stringify({ type: 'message', model: 'claude-sonnet-5', usage }),
+        usage: { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 3, cacheCreationInputTokens: 0 },
+      }),
     );
-    expect(usageOfMessage('{"type":"error"}')).toMatchObject({ ok: false, error: { type: 'api_error' } });
+    expect(relayedMessage('{"type":"error"}', 'm')).toMatchObject({ ok: false, error: { type: 'api_error' } });
   });
 
   it('keeps known counts where the wire usage has none', () => {
@@ -193,7 +194,7 @@ describe('response checks', () => {
 
 describe('AnthropicStreamReader', () => {
   it('takes usage from message_start and the cumulative message_delta counts', () => {
-    const reader = new AnthropicStreamReader();
+    const reader = new AnthropicStreamReader('claude-sonnet-5');
     const start = {
       type: 'message_start',
       message: { usage: { input_tokens: 12, output_tokens: 1, cache_read_input_tokens: 4 } },
@@ -201,8 +202,10 @@ describe('AnthropicStreamReader', () => {
     expect(reader.accept({ event: 'message_start', data: JSON.stringify(start) })).toEqual({
       kind: 'relay',
       event: 'message_start',
+      data: JSON.stringify({ ...start, message: { ...start.message, model: 'claude-sonnet-5' } }),
     });
-    reader.accept({ event: 'message_delta', data: '{"type":"message_delta","usage":{"output_tokens":3}}' });
+    const delta = '{"type":"message_delta","usage":{"output_tokens":3}}';
+    expect(reader.accept({ event: 'message_delta', data: delta })).toEqual({ kind: 'relay', event: 'message_delta' });
     reader.accept({ event: 'message_delta', data: '{"type":"message_delta","usage":{"output_tokens":9}}' });
     reader.accept({ event: 'message_stop', data: '{"type":"message_stop"}' });
     expect(reader.finish()).toEqual(
@@ -211,18 +214,18 @@ describe('AnthropicStreamReader', () => {
   });
 
   it('fails a stream that ends before message_stop', () => {
-    const reader = new AnthropicStreamReader();
+    const reader = new AnthropicStreamReader('claude-sonnet-5');
     reader.accept({ event: 'message_start', data: '{"type":"message_start","message":{}}' });
     expect(reader.finish()).toMatchObject({ ok: false, error: { type: 'api_error' } });
   });
 
   it('turns an error event into an error of its type when the catalogue knows it, else api_error', () => {
-    const known = new AnthropicStreamReader().accept({
+    const known = new AnthropicStreamReader('claude-sonnet-5').accept({
       event: 'error',
       data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
     });
     expect(known).toEqual({ kind: 'fail', error: { type: 'overloaded_error', message: 'Overloaded' } });
-    const unknown = new AnthropicStreamReader().accept({
+    const unknown = new AnthropicStreamReader('claude-sonnet-5').accept({
       event: 'error',
       data: '{"type":"error","error":{"type":"timeout_error","message":"Timed out"}}',
     });
@@ -230,7 +233,7 @@ describe('AnthropicStreamReader', () => {
   });
 
   it('skips events without a name and fails on a malformed message_start', () => {
-    const reader = new AnthropicStreamReader();
+    const reader = new AnthropicStreamReader('claude-sonnet-5');
     expect(reader.accept({ data: '{}' })).toEqual({ kind: 'skip' });
     expect(reader.accept({ event: 'message_start', data: 'not json' })).toMatchObject({ kind: 'fail' });
   });
@@ -246,12 +249,13 @@ async function* bodyOf(...chunks: (string | Uint8Array | TransportFailure)[]): U
 
 async function relayAll(body: UpstreamBody, stream: boolean): Promise<Result<CompletionEvent>[]> {
   const items: Result<CompletionEvent>[] = [];
-  for await (const item of createAnthropicAdapter().relay(body, stream)) items.push(item);
+  const call = { stream, model: 'claude-sonnet-5', body: {} };
+  for await (const item of createAnthropicAdapter().relay(body, call)) items.push(item);
   return items;
 }
 
 const streamText = [
-  'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}\n\n',
+  'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"claude-sonnet-5-20250929","usage":{"input_tokens":5,"output_tokens":1}}}\n\n',
   'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
   'event: ping\ndata: {"type": "ping"}\n\n',
   'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Grüße  "}}\n\n',
@@ -261,7 +265,7 @@ const streamText = [
 ].join('');
 
 describe('relay', () => {
-  it('relays each event verbatim, however the bytes were split, then Finished', async () => {
+  it('relays each event verbatim but message_start naming the alias, however the bytes were split, then Finished', async () => {
     const bytes = Buffer.from(streamText);
     // Split everywhere, including inside the two-byte "ü".
     const pieces = Array.from({ length: Math.ceil(bytes.length / 7) }, (_, i) => bytes.subarray(i * 7, i * 7 + 7));
@@ -271,7 +275,7 @@ describe('relay', () => {
         ? [`event: ${item.value.event}\ndata: ${Buffer.from(item.value.data).toString()}\n\n`]
         : [],
     );
-    expect(relayed.join('')).toBe(streamText);
+    expect(relayed.join('')).toBe(streamText.replace('"claude-sonnet-5-20250929"', '"claude-sonnet-5"'));
     expect(items.at(-1)).toEqual(
       ok({
         kind: 'finished',
@@ -297,17 +301,102 @@ describe('relay', () => {
     expect(items.at(-1)).toEqual({ ok: false, error: { type: 'overloaded_error', message: 'Overloaded' } });
   });
 
-  it('relays a Message body as received, then Finished', async () => {
+  it('relays a Message body as received but naming the alias, then Finished', async () => {
     const json =
-      '{"type":"message","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3,"output_tokens":1}}';
+      '{"type":"message","model":"claude-sonnet-5-20250929","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3,"output_tokens":1}}';
     const items = await relayAll(bodyOf(json.slice(0, 10), json.slice(10)), false);
     expect(items).toHaveLength(2);
     const [message, finished] = items;
-    expect(message!.ok && message!.value.kind === 'message' && Buffer.from(message!.value.json).toString()).toBe(json);
+    expect(message!.ok && message!.value.kind === 'message' && Buffer.from(message!.value.json).toString()).toBe(
+      json.replace('"claude-sonnet-5-20250929"', '"claude-sonnet-5"'),
+    );
     expect(finished).toEqual(
       ok({
         kind: 'finished',
         usage: { inputTokens: 3, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+      }),
+    );
+  });
+});
+
+describe('thinking and cache counts through the relay', () => {
+  const signature = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds';
+  const events = [
+    [
+      'message_start',
+      '{"type":"message_start","message":{"id":"msg_2","model":"claude-sonnet-5-20250929","usage":{"input_tokens":9,"output_tokens":1,"cache_creation_input_tokens":300,"cache_read_input_tokens":1200}}}',
+    ],
+    [
+      'content_block_start',
+      '{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"}}',
+    ],
+    ['ping', '{"type": "ping"}'],
+    ['content_block_stop', '{"type":"content_block_stop","index":0}'],
+    [
+      'content_block_start',
+      '{"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":"","signature":""}}',
+    ],
+    [
+      'content_block_delta',
+      '{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"Let me think"}}',
+    ],
+    [
+      'content_block_delta',
+      `{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"${signature}"}}`,
+    ],
+    ['content_block_stop', '{"type":"content_block_stop","index":1}'],
+    ['content_block_start', '{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}'],
+    ['content_block_delta', '{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Done."}}'],
+    ['content_block_stop', '{"type":"content_block_stop","index":2}'],
+    [
+      'message_delta',
+      '{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}}',
+    ],
+    ['message_stop', '{"type":"message_stop"}'],
+  ] as const;
+
+  it('relays redacted_thinking, thinking_delta and signature_delta byte for byte, and the cache counts', async () => {
+    const text = events.map(([event, data]) => `event: ${event}\ndata: ${data}\n\n`).join('');
+    const items = await relayAll(bodyOf(text), true);
+    const relayed = items.flatMap((item) =>
+      item.ok && item.value.kind === 'sse' ? [[item.value.event, Buffer.from(item.value.data).toString()]] : [],
+    );
+    expect(relayed.slice(1)).toEqual(events.slice(1));
+    expect(JSON.parse(relayed[0]![1]!)).toEqual({
+      ...JSON.parse(events[0][1]),
+      message: { ...JSON.parse(events[0][1]).message, model: 'claude-sonnet-5' },
+    });
+    expect(items.at(-1)).toEqual(
+      ok({
+        kind: 'finished',
+        usage: { inputTokens: 9, outputTokens: 7, cacheReadInputTokens: 1200, cacheCreationInputTokens: 300 },
+      }),
+    );
+  });
+
+  it('relays a non-streamed Message with thinking blocks unchanged but the model', async () => {
+    const message = {
+      id: 'msg_3',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-5-20250929',
+      content: [
+        { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' },
+        { type: 'thinking', thinking: 'Let me think', signature },
+        { type: 'text', text: 'Done.' },
+      ],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: 9, output_tokens: 7, cache_creation_input_tokens: 300, cache_read_input_tokens: 1200 },
+    };
+    const items = await relayAll(bodyOf(JSON.stringify(message)), false);
+    const relayed =
+      items[0]!.ok && items[0]!.value.kind === 'message' ? Buffer.from(items[0]!.value.json).toString() : '';
+    expect(relayed).toBe(JSON.stringify({ ...message, model: 'claude-sonnet-5' }));
+    expect(items[1]).toEqual(
+      ok({
+        kind: 'finished',
+        usage: { inputTokens: 9, outputTokens: 7, cacheReadInputTokens: 1200, cacheCreationInputTokens: 300 },
       }),
     );
   });

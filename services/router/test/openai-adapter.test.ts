@@ -9,7 +9,14 @@ import type { OpenAIAdapterConfig } from '../src/adapters/openai';
 import { upstreamRequest } from '../src/adapters/openai/api';
 import { parseErrorBody } from '../src/adapters/openai/errors';
 import { toChatCompletionRequest } from '../src/adapters/openai/request';
-import { messageIdOf, stopOf, toAnthropicMessage, toolUseIdOf } from '../src/adapters/openai/response';
+import {
+  messageIdOf,
+  stopOf,
+  thinkingRequested,
+  toAnthropicMessage,
+  toolUseIdOf,
+} from '../src/adapters/openai/response';
+import { ChatStreamTranslator } from '../src/adapters/openai/stream';
 import type { CompletionEvent, JsonObject } from '../src/completion';
 import type { TransportFailure, UpstreamBody } from '../src/upstream-http';
 
@@ -28,6 +35,12 @@ function call(body: JsonObject, extra: Partial<AdapterCall> = {}): AdapterCall {
 
 const translate = (body: JsonObject, config: OpenAIAdapterConfig = openAIAdapterConfig, stream = false) =>
   toChatCompletionRequest(config, call(body, { stream }));
+
+/** The caller's alias and request as the relay sees them: a 13-token estimate (the 52 characters of its strings). */
+const alias = 'llama-4-maverick';
+const callerBody: JsonObject = { messages: [{ role: 'user', content: 'x'.repeat(48) }] };
+const answer = { model: alias, thinking: false, estimatedInputTokens: 13 };
+const relayCall = (stream: boolean) => ({ stream, model: alias, body: callerBody });
 
 const weatherTool = {
   name: 'get_weather',
@@ -432,13 +445,13 @@ describe('response: chat completion → Message', () => {
     });
 
   it('translates text, the id, the model and the usage (cached tokens as cache reads)', () => {
-    expect(toAnthropicMessage(completion({ content: 'Bonjour !' }), 'fallback')).toEqual(
+    expect(toAnthropicMessage(completion({ content: 'Bonjour !' }), 'fallback', answer)).toEqual(
       ok({
         message: {
           id: 'msg_9f8e7d6c',
           type: 'message',
           role: 'assistant',
-          model: 'meta-llama/Llama-4-Maverick',
+          model: alias,
           content: [{ type: 'text', text: 'Bonjour !' }],
           stop_reason: 'end_turn',
           stop_sequence: null,
@@ -469,6 +482,7 @@ describe('response: chat completion → Message', () => {
         { finish_reason: 'tool_calls' },
       ),
       'fallback',
+      answer,
     );
     expect(translated.ok && translated.value.message).toMatchObject({
       content: [
@@ -489,6 +503,7 @@ describe('response: chat completion → Message', () => {
           tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: args } }],
         }),
         'fallback',
+        answer,
       );
       expect(translated).toEqual(err(expect.objectContaining({ type: 'api_error' })));
     }
@@ -509,7 +524,7 @@ describe('response: chat completion → Message', () => {
   });
 
   it('sets stop_sequence from the stop string vLLM reports', () => {
-    const translated = toAnthropicMessage(completion({ content: 'a b ' }, {}, { stop_reason: 'END' }), 'x');
+    const translated = toAnthropicMessage(completion({ content: 'a b ' }, {}, { stop_reason: 'END' }), 'x', answer);
     expect(translated.ok && translated.value.message).toMatchObject({
       stop_reason: 'stop_sequence',
       stop_sequence: 'END',
@@ -525,13 +540,13 @@ describe('response: chat completion → Message', () => {
   });
 
   it('turns an error body in a 200 into that error, and anything else into api_error', () => {
-    expect(toAnthropicMessage('{"error":{"message":"Overloaded","type":"server_error","code":503}}', 'x')).toEqual(
-      err(expect.objectContaining({ type: 'overloaded_error', message: 'Overloaded' })),
-    );
-    expect(toAnthropicMessage('{"object":"list","data":[]}', 'x')).toEqual(
+    expect(
+      toAnthropicMessage('{"error":{"message":"Overloaded","type":"server_error","code":503}}', 'x', answer),
+    ).toEqual(err(expect.objectContaining({ type: 'overloaded_error', message: 'Overloaded' })));
+    expect(toAnthropicMessage('{"object":"list","data":[]}', 'x', answer)).toEqual(
       err(expect.objectContaining({ type: 'api_error' })),
     );
-    expect(toAnthropicMessage('not json', 'x')).toEqual(err(expect.objectContaining({ type: 'api_error' })));
+    expect(toAnthropicMessage('not json', 'x', answer)).toEqual(err(expect.objectContaining({ type: 'api_error' })));
   });
 });
 
@@ -560,7 +575,7 @@ function readable(items: Result<CompletionEvent>[]) {
 
 const fixture = (name: string) => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
 const relay = (pieces: string[], failure?: TransportFailure) =>
-  collect(createOpenAIAdapter(openAIAdapterConfig, () => 'generated').relay(bodyOf(pieces, failure), true));
+  collect(createOpenAIAdapter(openAIAdapterConfig, () => 'generated').relay(bodyOf(pieces, failure), relayCall(true)));
 
 /** Cuts text into pieces of `size` characters: chunk boundaries anywhere, even inside a line. */
 function pieces(text: string, size: number): string[] {
@@ -568,8 +583,6 @@ function pieces(text: string, size: number): string[] {
   for (let at = 0; at < text.length; at += size) cut.push(text.slice(at, at + size));
   return cut;
 }
-
-const model = 'meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8';
 
 describe('stream: a recorded vLLM transcript → the Anthropic event order', () => {
   it('translates a text answer exactly, with cached prompt tokens', async () => {
@@ -586,11 +599,11 @@ describe('stream: a recorded vLLM transcript → the Anthropic event order', () 
             id: 'msg_3f9b2c7e81d54a6b9e0f4c2d1a7b8e65',
             type: 'message',
             role: 'assistant',
-            model,
+            model: alias,
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+            usage: { input_tokens: 13, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
           },
         },
       },
@@ -644,11 +657,11 @@ describe('stream: a recorded vLLM transcript → the Anthropic event order', () 
             id: 'msg_a41c0e5d7b2f4e8c9d6b3a1f0e2c4d87',
             type: 'message',
             role: 'assistant',
-            model,
+            model: alias,
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+            usage: { input_tokens: 13, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
           },
         },
       },
@@ -716,7 +729,7 @@ describe('stream: a recorded vLLM transcript → the Anthropic event order', () 
       }
     }
     const seen: { event: string; pulled: number }[] = [];
-    for await (const item of createOpenAIAdapter().relay(upstream(), true)) {
+    for await (const item of createOpenAIAdapter().relay(upstream(), relayCall(true))) {
       if (item.ok && item.value.kind === 'sse') seen.push({ event: item.value.event, pulled });
     }
     // message_start with the first chunk, the text block and ping with the second, one delta per chunk after.
@@ -750,7 +763,7 @@ describe('stream: other upstream behaviour', () => {
       { event: 'message_stop', data: { type: 'message_stop' } },
       {
         kind: 'finished',
-        usage: { inputTokens: 0, outputTokens: 3, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+        usage: { inputTokens: 13, outputTokens: 3, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
       },
     ]);
   });
@@ -875,7 +888,7 @@ describe('non-streamed relay', () => {
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'length' }],
       usage: { prompt_tokens: 5, completion_tokens: 1 },
     });
-    const items = readable(await collect(createOpenAIAdapter().relay(bodyOf(pieces(body, 10)), false)));
+    const items = readable(await collect(createOpenAIAdapter().relay(bodyOf(pieces(body, 10)), relayCall(false))));
     expect(items).toEqual([
       {
         message: expect.objectContaining({
@@ -889,5 +902,138 @@ describe('non-streamed relay', () => {
         usage: { inputTokens: 5, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
       },
     ]);
+  });
+});
+
+describe('reasoning (reasoning_content) as thinking, the alias and the input estimate', () => {
+  const chunk = (delta: JsonObject, finish: string | null = null, extra: JsonObject = {}) =>
+    JSON.stringify({
+      id: 'chatcmpl-r1',
+      model: 'deepseek-ai/DeepSeek-R1',
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      ...extra,
+    });
+  const transcript = [
+    chunk({ role: 'assistant', content: '' }),
+    chunk({ reasoning_content: 'Think' }),
+    chunk({ reasoning: ' harder' }),
+    chunk({ content: 'Answer' }),
+    chunk({}, 'stop'),
+    JSON.stringify({
+      id: 'chatcmpl-r1',
+      choices: [],
+      usage: { prompt_tokens: 40, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 30 } },
+    }),
+  ];
+  const translate = (thinking: boolean) => {
+    const translator = new ChatStreamTranslator('f', { ...answer, thinking });
+    const events = transcript.flatMap((data) => {
+      const step = translator.accept(data);
+      return step.ok ? step.value : [];
+    });
+    return { events, end: translator.end() };
+  };
+
+  it('streams the reasoning as a thinking block when the caller asked for thinking', () => {
+    const { events, end } = translate(true);
+    expect(events).toEqual([
+      {
+        event: 'message_start',
+        data: {
+          type: 'message_start',
+          message: {
+            id: 'msg_r1',
+            type: 'message',
+            role: 'assistant',
+            model: alias,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: 13, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+          },
+        },
+      },
+      {
+        event: 'content_block_start',
+        data: {
+          type: 'content_block_start',
+          index: 0,
+          content_block: { type: 'thinking', thinking: '', signature: '' },
+        },
+      },
+      { event: 'ping', data: { type: 'ping' } },
+      {
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Think' } },
+      },
+      {
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: ' harder' } },
+      },
+      { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+      {
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+      },
+      {
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Answer' } },
+      },
+      { event: 'content_block_stop', data: { type: 'content_block_stop', index: 1 } },
+      {
+        event: 'message_delta',
+        data: {
+          type: 'message_delta',
+          delta: { stop_reason: 'end_turn', stop_sequence: null },
+          usage: { output_tokens: 3, input_tokens: 10, cache_read_input_tokens: 30 },
+        },
+      },
+      { event: 'message_stop', data: { type: 'message_stop' } },
+    ]);
+    expect(end).toEqual(
+      ok({
+        events: [],
+        usage: { inputTokens: 10, outputTokens: 3, cacheReadInputTokens: 30, cacheCreationInputTokens: 0 },
+      }),
+    );
+  });
+
+  it('leaves the reasoning out, still counted, when the caller did not ask for thinking', () => {
+    const { events, end } = translate(false);
+    expect(events.filter((event) => event.event === 'content_block_start')).toEqual([
+      {
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      },
+    ]);
+    expect(JSON.stringify(events)).not.toContain('Think');
+    expect(end.ok && end.value.usage.outputTokens).toBe(3);
+  });
+
+  it('puts the reasoning first as a thinking block in a whole answer, naming the alias', () => {
+    const body = JSON.stringify({
+      id: 'chatcmpl-r2',
+      model: 'deepseek-ai/DeepSeek-R1',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Answer', reasoning_content: 'Think' } }],
+    });
+    const withThinking = toAnthropicMessage(body, 'f', { ...answer, thinking: true });
+    expect(withThinking.ok && withThinking.value.message).toMatchObject({
+      model: alias,
+      content: [
+        { type: 'thinking', thinking: 'Think', signature: '' },
+        { type: 'text', text: 'Answer' },
+      ],
+      // No usage from the upstream: the input is the router's estimate.
+      usage: { input_tokens: 13, output_tokens: 0 },
+    });
+    const without = toAnthropicMessage(body, 'f', answer);
+    expect(without.ok && without.value.message.content).toEqual([{ type: 'text', text: 'Answer' }]);
+  });
+
+  it('knows thinking is asked for by thinking.type enabled or adaptive', () => {
+    expect(thinkingRequested({ thinking: { type: 'enabled', budget_tokens: 2048 } })).toBe(true);
+    expect(thinkingRequested({ thinking: { type: 'adaptive' } })).toBe(true);
+    expect(thinkingRequested({ thinking: { type: 'disabled' } })).toBe(false);
+    expect(thinkingRequested({})).toBe(false);
   });
 });

@@ -5,6 +5,7 @@ import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-ups
 import type { AdapterCall, UpstreamAdapter } from '../src/adapters';
 import { createOpenAIAdapter, openAIAdapterConfig } from '../src/adapters/openai';
 import type { CompletionEvent, JsonObject } from '../src/completion';
+import { estimateInputTokens } from '../src/estimate';
 import { errorOfFailures, failureOfStatus } from '../src/upstream-errors';
 import type { UpstreamBody, UpstreamHttpRequest } from '../src/upstream-http';
 
@@ -55,7 +56,10 @@ async function roundTrip(body: JsonObject, stream: boolean, via: UpstreamAdapter
   expect(response.status).toBe(200);
   expect(via.acceptsContentType(response.headers.get('content-type') ?? undefined, stream)).toBe(true);
   const items: Result<CompletionEvent>[] = [];
-  for await (const item of via.relay(bodyOf(response), stream)) items.push(item);
+  const call = callOf(body, stream);
+  for await (const item of via.relay(bodyOf(response), { stream, model: 'llama-4-maverick', body: call.body })) {
+    items.push(item);
+  }
   return items;
 }
 
@@ -129,7 +133,7 @@ describe('openai adapter against the simulated upstream', () => {
       id: expect.stringMatching(/^msg_[0-9A-Za-z]{24}$/),
       type: 'message',
       role: 'assistant',
-      model: 'meta-llama/Llama-4-Maverick',
+      model: 'llama-4-maverick',
       content: [{ type: 'text', text }],
       stop_reason: 'end_turn',
       stop_sequence: null,
@@ -170,13 +174,16 @@ describe('openai adapter against the simulated upstream', () => {
     expect(finished(items)).toMatchObject({ inputTokens, outputTokens: echoChunks(text).length });
   });
 
-  it('estimates the output from the chunks when the upstream is not asked for usage', async () => {
+  it('estimates the output from the chunks, and the input, when the upstream is not asked for usage', async () => {
     const quiet = createOpenAIAdapter({ ...openAIAdapterConfig, streamUsage: false });
     const text = 'a b c d';
-    const items = await roundTrip({ messages: [{ role: 'user', content: text }] }, true, quiet);
+    const body = { messages: [{ role: 'user', content: text }] };
+    const items = await roundTrip(body, true, quiet);
     expect((await lastRecorded()).body).not.toHaveProperty('stream_options');
     expect(accumulate(eventsOf(items)).final.usage).toEqual({ output_tokens: 4 });
-    expect(finished(items)).toMatchObject({ inputTokens: 0, outputTokens: 4 });
+    // The router's estimate of the caller's body: ("user" + "a b c d") / 4, rounded up.
+    expect(finished(items)).toMatchObject({ inputTokens: estimateInputTokens(body), outputTokens: 4 });
+    expect(estimateInputTokens(body)).toBe(3);
   });
 
   it('maps max_tokens and stop sequences both ways', async () => {

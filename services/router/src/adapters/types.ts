@@ -17,6 +17,15 @@ export interface AdapterCall {
   requestId: string;
 }
 
+/** What the relay of an answer needs to know of the call it answers. */
+export interface RelayCall {
+  stream: boolean;
+  /** The model alias the caller asked for: answers name it, not the upstream's model id. */
+  model: string;
+  /** The caller's Messages request body (after the privacy mode). */
+  body: JsonObject;
+}
+
 /** One count_tokens attempt on one endpoint: the same as a Messages call, without streaming. */
 export type CountTokensCall = Omit<AdapterCall, 'stream'>;
 
@@ -54,9 +63,10 @@ export interface UpstreamAdapter {
   parseErrorBody(text: string): UpstreamErrorBody;
   /**
    * Turns a 200 body into `sse` events or one `message`, then `finished` with the usage; or a
-   * failure. Ends quietly when the body ends because the caller cancelled.
+   * failure. Ends quietly when the body ends because the caller cancelled. The Message (or
+   * `message_start`) names the caller's model alias.
    */
-  relay(body: UpstreamBody, stream: boolean): CompletionStream;
+  relay(body: UpstreamBody, call: RelayCall): CompletionStream;
   /** Absent when the protocol cannot count tokens: the router then answers its own estimate. */
   countTokens?: CountTokensCapability;
 }

@@ -13,16 +13,19 @@ import {
   inputTokensOfCount,
   parseErrorBody,
   toCountTokensRequest,
+  relayedMessage,
   toUpstreamRequest,
-  usageOfMessage,
 } from './transform';
 
-/** Relays each upstream event verbatim: the data bytes are the upstream's JSON as received. */
-async function* relayEvents(body: UpstreamBody): CompletionStream {
+/**
+ * Relays each upstream event verbatim (the data bytes are the upstream's JSON as received), but
+ * message_start, which names the caller's model alias.
+ */
+async function* relayEvents(body: UpstreamBody, model: string): CompletionStream {
   const parsed: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => parsed.push(event) });
   const decoder = new TextDecoder();
-  const reader = new AnthropicStreamReader();
+  const reader = new AnthropicStreamReader(model);
   for await (const chunk of body) {
     if (!chunk.ok) {
       const error = errorAfterStart(chunk.error);
@@ -36,14 +39,15 @@ async function* relayEvents(body: UpstreamBody): CompletionStream {
         yield err(step.error);
         return;
       }
-      if (step.kind === 'relay') yield ok({ kind: 'sse', event: step.event, data: Buffer.from(event.data) });
+      if (step.kind === 'relay')
+        yield ok({ kind: 'sse', event: step.event, data: Buffer.from(step.data ?? event.data) });
     }
   }
   const usage = reader.finish();
   yield usage.ok ? ok({ kind: 'finished', usage: usage.value }) : usage;
 }
 
-async function* relayMessage(body: UpstreamBody): CompletionStream {
+async function* relayMessage(body: UpstreamBody, model: string): CompletionStream {
   const chunks: Uint8Array[] = [];
   for await (const chunk of body) {
     if (!chunk.ok) {
@@ -53,14 +57,13 @@ async function* relayMessage(body: UpstreamBody): CompletionStream {
     }
     chunks.push(chunk.value);
   }
-  const json = Buffer.concat(chunks);
-  const usage = usageOfMessage(json.toString('utf8'));
-  if (!usage.ok) {
-    yield usage;
+  const relayed = relayedMessage(Buffer.concat(chunks).toString('utf8'), model);
+  if (!relayed.ok) {
+    yield relayed;
     return;
   }
-  yield ok({ kind: 'message', json });
-  yield ok({ kind: 'finished', usage: usage.value });
+  yield ok({ kind: 'message', json: Buffer.from(relayed.value.json) });
+  yield ok({ kind: 'finished', usage: relayed.value.usage });
 }
 
 export function createAnthropicAdapter(config: AnthropicAdapterConfig = anthropicAdapterConfig): UpstreamAdapter {
@@ -68,7 +71,7 @@ export function createAnthropicAdapter(config: AnthropicAdapterConfig = anthropi
     buildRequest: (call) => toUpstreamRequest(config, call),
     acceptsContentType,
     parseErrorBody,
-    relay: (body, stream) => (stream ? relayEvents(body) : relayMessage(body)),
+    relay: (body, call) => (call.stream ? relayEvents(body, call.model) : relayMessage(body, call.model)),
     countTokens: {
       buildRequest: (call) => toCountTokensRequest(config, call),
       acceptsContentType: (contentType) => acceptsContentType(contentType, false),

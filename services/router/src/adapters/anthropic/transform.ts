@@ -105,23 +105,33 @@ export function mergeUsage(known: TokenUsage, wire: unknown): TokenUsage {
   };
 }
 
-/** The usage of a non-streamed Message body; a failure when the body is not a Message. */
-export function usageOfMessage(text: string): Result<TokenUsage> {
+/**
+ * A non-streamed Message body as relayed: the upstream's Message with `model` the caller's alias
+ * (every other field as the upstream sent it), and its usage; a failure when the body is not a
+ * Message.
+ */
+export function relayedMessage(text: string, model: string): Result<{ json: string; usage: TokenUsage }> {
   const message = parseJson(text);
   if (!isJsonObject(message) || message.type !== 'message')
     return err(gatewayError('api_error', malformedUpstreamMessage));
-  return ok(mergeUsage(noUsage, message.usage));
+  return ok({ json: JSON.stringify({ ...message, model }), usage: mergeUsage(noUsage, message.usage) });
 }
 
-export type StreamStep = { kind: 'relay'; event: string } | { kind: 'skip' } | { kind: 'fail'; error: GatewayError };
+/** `relay`: pass the event on, with `data` instead of the upstream's when set. */
+export type StreamStep =
+  { kind: 'relay'; event: string; data?: string } | { kind: 'skip' } | { kind: 'fail'; error: GatewayError };
 
 /**
  * Follows an upstream event stream: which events to relay, the usage so far (message_start, then
  * the cumulative counts of each message_delta), and whether it ended properly with message_stop.
+ * Every event is relayed as received but message_start, whose message names the caller's alias.
  */
 export class AnthropicStreamReader {
   private usage: TokenUsage = noUsage;
   private stopped = false;
+
+  /** `model`: the alias the caller asked for. */
+  constructor(private readonly model: string) {}
 
   accept(event: { event?: string; data: string }): StreamStep {
     const name = event.event;
@@ -133,7 +143,7 @@ export class AnthropicStreamReader {
         const data = parseJson(event.data);
         if (!isJsonObject(data) || !isJsonObject(data.message)) return this.malformed();
         this.usage = mergeUsage(this.usage, data.message.usage);
-        return relay;
+        return { ...relay, data: JSON.stringify({ ...data, message: { ...data.message, model: this.model } }) };
       }
       case 'message_delta': {
         const data = parseJson(event.data);

@@ -4,13 +4,15 @@ import { err, ok } from '@gw/errors';
 import type { CompletionStream } from '../../completion';
 import { errorAfterStart } from '../../upstream-errors';
 import type { UpstreamBody } from '../../upstream-http';
-import type { UpstreamAdapter } from '../types';
+import { estimateInputTokens } from '../../estimate';
+import type { RelayCall, UpstreamAdapter } from '../types';
 import { acceptsContentType, upstreamRequest } from './api';
 import { openAIAdapterConfig } from './config';
 import type { OpenAIAdapterConfig } from './config';
 import { parseErrorBody } from './errors';
 import { toChatCompletionRequest } from './request';
-import { toAnthropicMessage } from './response';
+import { thinkingRequested, toAnthropicMessage } from './response';
+import type { AnswerContext } from './response';
 import { ChatStreamTranslator } from './stream';
 import type { AnthropicEvent } from './stream';
 
@@ -22,11 +24,11 @@ function sse({ event, data }: AnthropicEvent) {
 }
 
 /** Translates the upstream's chunks as they arrive: each chunk's events are yielded before the next is read. */
-async function* relayStream(body: UpstreamBody, fallbackId: string): CompletionStream {
+async function* relayStream(body: UpstreamBody, fallbackId: string, answer: AnswerContext): CompletionStream {
   const payloads: string[] = [];
   const parser = createParser({ onEvent: (event) => payloads.push(event.data) });
   const decoder = new TextDecoder();
-  const translator = new ChatStreamTranslator(fallbackId);
+  const translator = new ChatStreamTranslator(fallbackId, answer);
   for await (const chunk of body) {
     if (!chunk.ok) {
       const error = errorAfterStart(chunk.error);
@@ -53,7 +55,7 @@ async function* relayStream(body: UpstreamBody, fallbackId: string): CompletionS
   yield ok({ kind: 'finished', usage: end.value.usage });
 }
 
-async function* relayMessage(body: UpstreamBody, fallbackId: string): CompletionStream {
+async function* relayMessage(body: UpstreamBody, fallbackId: string, answer: AnswerContext): CompletionStream {
   const chunks: Uint8Array[] = [];
   for await (const chunk of body) {
     if (!chunk.ok) {
@@ -63,13 +65,21 @@ async function* relayMessage(body: UpstreamBody, fallbackId: string): Completion
     }
     chunks.push(chunk.value);
   }
-  const translated = toAnthropicMessage(Buffer.concat(chunks).toString('utf8'), fallbackId);
+  const translated = toAnthropicMessage(Buffer.concat(chunks).toString('utf8'), fallbackId, answer);
   if (!translated.ok) {
     yield translated;
     return;
   }
   yield ok({ kind: 'message', json: Buffer.from(JSON.stringify(translated.value.message)) });
   yield ok({ kind: 'finished', usage: translated.value.usage });
+}
+
+function answerContext(call: RelayCall): AnswerContext {
+  return {
+    model: call.model,
+    thinking: thinkingRequested(call.body),
+    estimatedInputTokens: estimateInputTokens(call.body),
+  };
 }
 
 /**
@@ -94,6 +104,7 @@ export function createOpenAIAdapter(
     },
     acceptsContentType,
     parseErrorBody,
-    relay: (body, stream) => (stream ? relayStream(body, newId()) : relayMessage(body, newId())),
+    relay: (body, call) =>
+      call.stream ? relayStream(body, newId(), answerContext(call)) : relayMessage(body, newId(), answerContext(call)),
   };
 }

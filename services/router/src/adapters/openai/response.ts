@@ -10,6 +10,39 @@ import { errorOfInBandError, upstreamErrorOf } from './errors';
  * translator (stream.ts).
  */
 
+/** What translating an answer needs of the call it answers. */
+export interface AnswerContext {
+  /** The model alias the caller asked for, named in the Message instead of the upstream's id. */
+  model: string;
+  /**
+   * Whether the caller turned extended thinking on: then the reasoning the upstream sends
+   * (`reasoning_content`, or `reasoning`) becomes thinking blocks; otherwise it is left out, as
+   * the Messages API sends no thinking unasked. Either way it is counted in the output tokens.
+   */
+  thinking: boolean;
+  /** The router's input-token estimate: message_start's count, and the input when the upstream reports no usage. */
+  estimatedInputTokens: number;
+}
+
+/** Whether a Messages request turns extended thinking on (`thinking.type` `enabled` or `adaptive`). */
+export function thinkingRequested(body: JsonObject): boolean {
+  return isJsonObject(body.thinking) && (body.thinking.type === 'enabled' || body.thinking.type === 'adaptive');
+}
+
+/** The reasoning text of a message or delta: vLLM's `reasoning_content`, or `reasoning` (newer vLLM, OpenRouter). */
+export function reasoningOf(message: JsonObject): string {
+  if (typeof message.reasoning_content === 'string') return message.reasoning_content;
+  return typeof message.reasoning === 'string' ? message.reasoning : '';
+}
+
+/**
+ * A thinking block from the upstream's reasoning. Its signature is empty: the upstream signs
+ * nothing, and the gateway does not pretend to (docs/decisions.md).
+ */
+export function thinkingBlock(thinking: string): JsonObject {
+  return { type: 'thinking', thinking, signature: '' };
+}
+
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
 export interface Stop {
@@ -137,11 +170,12 @@ export interface TranslatedMessage {
 }
 
 /**
- * A non-streamed chat completion body as an Anthropic Message: its text, then a tool_use block per
- * tool call, the stop reason and the usage. An error body is that error; anything else that is not
+ * A non-streamed chat completion body as an Anthropic Message naming the caller's alias: the
+ * reasoning as a thinking block (when asked for), its text, then a tool_use block per tool call, the
+ * stop reason and the usage (the input estimate when the upstream reports none). An error body is that error; anything else that is not
  * a completion is api_error.
  */
-export function toAnthropicMessage(body: string, fallbackId: string): Result<TranslatedMessage> {
+export function toAnthropicMessage(body: string, fallbackId: string, answer: AnswerContext): Result<TranslatedMessage> {
   let value: unknown;
   try {
     value = JSON.parse(body) as unknown;
@@ -160,15 +194,20 @@ export function toAnthropicMessage(body: string, fallbackId: string): Result<Tra
   if (!tools.ok) return tools;
   // A refusal (OpenAI's `refusal` field) is the answer's text when there is no other.
   const text = textOf(message.content) || (typeof message.refusal === 'string' ? message.refusal : '');
-  const content: JsonObject[] = [...(text === '' ? [] : [{ type: 'text', text }]), ...tools.value];
+  const reasoning = answer.thinking ? reasoningOf(message) : '';
+  const content: JsonObject[] = [
+    ...(reasoning === '' ? [] : [thinkingBlock(reasoning)]),
+    ...(text === '' ? [] : [{ type: 'text', text }]),
+    ...tools.value,
+  ];
   const stop = stopOf(choice.finish_reason, choice.stop_reason, tools.value.length > 0);
-  const usage = usageOf(value.usage) ?? noUsage;
+  const usage = usageOf(value.usage) ?? { ...noUsage, inputTokens: answer.estimatedInputTokens };
   return ok({
     message: {
       id,
       type: 'message',
       role: 'assistant',
-      model: typeof value.model === 'string' ? value.model : '',
+      model: answer.model,
       content,
       stop_reason: stop.reason,
       stop_sequence: stop.sequence,

@@ -8,12 +8,14 @@ import {
   inputOfArguments,
   malformed,
   messageIdOf,
+  reasoningOf,
   stopOf,
+  thinkingBlock,
   toolUseIdOf,
   usageOf,
   wireUsage,
 } from './response';
-import type { Stop } from './response';
+import type { AnswerContext, Stop } from './response';
 
 /** One Anthropic SSE event: its name and its JSON (whose `type` is the name). */
 export interface AnthropicEvent {
@@ -27,7 +29,10 @@ interface ToolBlock {
   arguments: string;
 }
 
-type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool'; index: number; tool: ToolBlock };
+type OpenBlock =
+  | { kind: 'text'; index: number }
+  | { kind: 'thinking'; index: number }
+  | { kind: 'tool'; index: number; tool: ToolBlock };
 
 const endedEarly = (): GatewayError =>
   gatewayError('api_error', 'The model service ended the stream early. Retry once.');
@@ -36,7 +41,10 @@ const endedEarly = (): GatewayError =>
  * Turns an OpenAI chat completions stream (`data: {chunk}` … `data: [DONE]`) into the Anthropic
  * event order, one upstream chunk at a time, holding nothing back:
  *
- * - `message_start` with the first chunk (usage input_tokens when that chunk has usage, else 0);
+ * - `message_start` with the first chunk, naming the caller's alias (usage input_tokens when that
+ *   chunk has usage, else the router's estimate: servers report usage only at the end);
+ * - reasoning (`reasoning_content` / `reasoning`), when the caller turned thinking on, as a
+ *   `thinking` block of `thinking_delta`s (signature empty); otherwise left out, but counted;
  * - per block `content_block_start` (`ping` after the first one only, as the real API does),
  *   `content_block_delta`…, `content_block_stop`: text as `text_delta`; each tool call its own
  *   `tool_use` block whose argument fragments are `input_json_delta`s (the first `""`, as the real
@@ -44,7 +52,8 @@ const endedEarly = (): GatewayError =>
  *   finishes;
  * - `message_delta` (stop_reason, cumulative usage) and `message_stop` as soon as the finish reason
  *   and the usage after it are both known, or at `[DONE]` / the end of the body when no usage comes.
- *   Without any usage from the upstream, output_tokens counts the chunks that carried content.
+ *   Without any usage from the upstream, output_tokens counts the chunks that carried content
+ *   (reasoning included) and input_tokens stays the estimate.
  *
  * An error chunk fails the stream with that error; a body that ends before a finish reason or
  * `[DONE]` is api_error.
@@ -65,8 +74,11 @@ export class ChatStreamTranslator {
   /** Chunks that carried content: the output estimate when the upstream reports no usage. */
   private contentChunks = 0;
 
-  constructor(fallbackId: string) {
+  private readonly answer: AnswerContext;
+
+  constructor(fallbackId: string, answer: AnswerContext) {
     this.fallbackId = fallbackId;
+    this.answer = answer;
     this.messageId = messageIdOf(undefined, fallbackId);
   }
 
@@ -96,6 +108,14 @@ export class ChatStreamTranslator {
     const delta = choice?.delta;
     if (isJsonObject(delta)) {
       let carried = false;
+      const reasoning = reasoningOf(delta);
+      if (reasoning !== '') {
+        if (this.answer.thinking) {
+          const step = this.thinking(reasoning, events);
+          if (!step.ok) return step;
+        }
+        carried = true;
+      }
       if (typeof delta.content === 'string' && delta.content !== '') {
         const step = this.text(delta.content, events);
         if (!step.ok) return step;
@@ -146,12 +166,12 @@ export class ChatStreamTranslator {
           id: this.messageId,
           type: 'message',
           role: 'assistant',
-          model: typeof chunk.model === 'string' ? chunk.model : '',
+          model: this.answer.model,
           content: [],
           stop_reason: null,
           stop_sequence: null,
           usage: wireUsage({
-            inputTokens: known?.inputTokens ?? 0,
+            inputTokens: known?.inputTokens ?? this.answer.estimatedInputTokens,
             outputTokens: 0,
             cacheReadInputTokens: known?.cacheReadInputTokens ?? 0,
             cacheCreationInputTokens: 0,
@@ -175,6 +195,17 @@ export class ChatStreamTranslator {
 
   private delta(index: number, delta: JsonObject, events: AnthropicEvent[]): void {
     events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta } });
+  }
+
+  /** Reasoning after text or a tool call starts a new thinking block. */
+  private thinking(thinking: string, events: AnthropicEvent[]): Result<void> {
+    if (this.open?.kind !== 'thinking') {
+      const closed = this.closeBlock(events);
+      if (!closed.ok) return closed;
+      this.open = { kind: 'thinking', index: this.startBlock(thinkingBlock(''), events) };
+    }
+    this.delta(this.open.index, { type: 'thinking_delta', thinking }, events);
+    return ok(undefined);
   }
 
   /** Text after a tool call starts a new text block. */
@@ -229,7 +260,7 @@ export class ChatStreamTranslator {
   private finalCounts(): TokenUsage {
     return (
       this.usage ?? {
-        inputTokens: 0,
+        inputTokens: this.answer.estimatedInputTokens,
         outputTokens: this.contentChunks,
         cacheReadInputTokens: 0,
         cacheCreationInputTokens: 0,
