@@ -54,7 +54,11 @@ interface Held {
 export class LeaseKeeper {
   private readonly held = new Set<Held>();
   private readonly renewal: NodeJS.Timeout;
-  private readonly retries = new Set<NodeJS.Timeout>();
+  /** Releases waiting for their next attempt, with the failure of the last one. */
+  private readonly retries = new Map<
+    NodeJS.Timeout,
+    { request: LeaseRef & { billableTokens: bigint }; error: GatewayError }
+  >();
   private readonly now: () => number;
   private readonly firstRetryPauseMs: number;
   private readonly maxRetryPauseMs: number;
@@ -106,9 +110,13 @@ export class LeaseKeeper {
     return this.retries.size;
   }
 
+  /** Stops renewing; releases still waiting for a retry are given up and reported, never dropped unsaid. */
   close(): void {
     clearInterval(this.renewal);
-    for (const retry of this.retries) clearTimeout(retry);
+    for (const [retry, { request, error }] of this.retries) {
+      clearTimeout(retry);
+      this.events.releaseAbandoned(request, request.billableTokens, error);
+    }
     this.retries.clear();
   }
 
@@ -143,6 +151,6 @@ export class LeaseKeeper {
       void this.release(request, attempt + 1, firstAt);
     }, pause);
     retry.unref();
-    this.retries.add(retry);
+    this.retries.set(retry, { request, error: released.error });
   }
 }

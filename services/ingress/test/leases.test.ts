@@ -97,4 +97,14 @@ describe('LeaseKeeper', () => {
     expect(keeper.pendingReleases()).toBe(0);
     keeper.close();
   });
+
+  it('reports a release still waiting for its retry at shutdown as given up, with its tokens', async () => {
+    const { keeper, events } = setup(() => Promise.resolve(down()));
+    keeper.hold(ref, 30_000).release(11n);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(keeper.pendingReleases()).toBe(1);
+    keeper.close();
+    expect(events).toEqual(['retry 1', 'abandoned 11']);
+    expect(keeper.pendingReleases()).toBe(0);
+  });
 });
