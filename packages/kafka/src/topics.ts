@@ -15,18 +15,50 @@ export const gatewayTopics: readonly TopicSpec[] = [{ topic: usageTopic, numPart
 export interface TopicState {
   topic: string;
   partitions: number;
-  change: 'created' | 'partitions-added' | 'none';
+  change: 'created' | 'none';
 }
 
 /**
- * Creates the topics that do not exist and adds partitions to those that have fewer than asked
- * (Kafka cannot remove partitions, so more than asked is left alone). Safe to run again.
+ * A topic exists with another partition count than the gateway expects. Never corrected
+ * automatically: the partition of an account is its key's hash modulo the count, so a new count
+ * moves accounts to other partitions while their earlier events wait in the old ones, and the
+ * consumer would see an account's events out of order.
+ */
+export class PartitionCountMismatchError extends Error {
+  override name = 'PartitionCountMismatchError';
+
+  constructor(
+    readonly topic: string,
+    readonly actual: number,
+    readonly expected: number,
+  ) {
+    super(
+      `topic ${topic} has ${actual} partitions, the gateway expects ${expected}; partition counts are never ` +
+        'changed automatically, because that moves accounts to other partitions and breaks the order of their ' +
+        'usage events (to repartition, see "Repartitioning the usage topic" in services/metering/README.md)',
+    );
+  }
+}
+
+/**
+ * Creates the topics that do not exist; an existing topic must have the partition count asked for,
+ * else PartitionCountMismatchError (nothing is changed). Safe to run again.
  */
 export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[]): Promise<TopicState[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
+    const present = specs.filter((spec) => existing.has(spec.topic));
+    const metadata =
+      present.length > 0 ? (await admin.fetchTopicMetadata({ topics: present.map((spec) => spec.topic) })).topics : [];
+    // Checked before anything is created: a refused run changes nothing.
+    for (const spec of present) {
+      const partitions = metadata.find((topic) => topic.name === spec.topic)?.partitions.length ?? 0;
+      if (partitions !== spec.numPartitions) {
+        throw new PartitionCountMismatchError(spec.topic, partitions, spec.numPartitions);
+      }
+    }
     const missing = specs.filter((spec) => !existing.has(spec.topic));
     if (missing.length > 0) {
       await admin.createTopics({
@@ -34,25 +66,11 @@ export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[]): P
         waitForLeaders: true,
       });
     }
-    const present = specs.filter((spec) => existing.has(spec.topic));
-    const metadata =
-      present.length > 0 ? (await admin.fetchTopicMetadata({ topics: present.map((spec) => spec.topic) })).topics : [];
-
-    const states: TopicState[] = missing.map(({ topic, numPartitions }) => ({
+    return specs.map(({ topic, numPartitions }) => ({
       topic,
       partitions: numPartitions,
-      change: 'created',
+      change: existing.has(topic) ? 'none' : 'created',
     }));
-    for (const spec of present) {
-      const partitions = metadata.find((topic) => topic.name === spec.topic)?.partitions.length ?? 0;
-      if (partitions < spec.numPartitions) {
-        await admin.createPartitions({ topicPartitions: [{ topic: spec.topic, count: spec.numPartitions }] });
-        states.push({ topic: spec.topic, partitions: spec.numPartitions, change: 'partitions-added' });
-      } else {
-        states.push({ topic: spec.topic, partitions, change: 'none' });
-      }
-    }
-    return states;
   } finally {
     await admin.disconnect();
   }

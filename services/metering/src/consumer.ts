@@ -9,7 +9,6 @@ import { recordUsage } from './usage-store';
 
 export interface UsageConsumerDeps {
   pool: Pool;
-  consumerGroup: string;
   logger: Logger;
   metrics: MeteringMetrics;
   prices: PriceList;
@@ -44,13 +43,7 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
         'usage message skipped',
       );
     }
-    const recorded = await recordUsage(deps.pool, deps.prices, {
-      consumerGroup: deps.consumerGroup,
-      topic: chunk.topic,
-      partition: chunk.partition,
-      nextOffset: chunk.nextOffset,
-      rows,
-    });
+    const recorded = await recordUsage(deps.pool, deps.prices, { rows });
     stopTimer();
     deps.metrics.consumerLag.set(
       { partition: String(chunk.partition) },

@@ -38,7 +38,6 @@ void runOrExit(async () => {
     topic: config.USAGE_TOPIC,
     processChunk: usageChunkHandler({
       pool,
-      consumerGroup: config.CONSUMER_GROUP,
       logger,
       metrics: meteringMetrics(metrics.registry),
       prices,

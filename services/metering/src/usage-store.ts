@@ -6,13 +6,8 @@ import type { PriceList, UnpricedReason } from './pricing';
 import { aggregateRows, firstOfEachEvent } from './usage-rows';
 import type { AggregateDelta, PricedRow, UsageRow } from './usage-rows';
 
-/** Rows decoded from consecutive messages of one partition, and where that partition resumes. */
+/** Rows decoded from consecutive messages of one partition. */
 export interface ConsumedUsage {
-  consumerGroup: string;
-  topic: string;
-  partition: number;
-  /** Last offset of the messages + 1. */
-  nextOffset: string;
   rows: UsageRow[];
 }
 
@@ -87,11 +82,6 @@ SELECT account_id, period_start::text AS period_start, SUM(billable_tokens)::tex
  GROUP BY account_id, period_start`;
 
 const storedIdsSql = `SELECT event_id FROM usage_events WHERE event_id = ANY($1::text[])`;
-
-const saveOffsetSql = `
-INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (consumer_group, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset`;
 
 async function insertEvents(client: PoolClient, rows: readonly PricedRow[]): Promise<Set<string>> {
   if (rows.length === 0) return new Set();
@@ -206,9 +196,9 @@ function unpricedEvents(rows: readonly PricedChunkRow[]): UnpricedEvent[] {
 }
 
 /**
- * Stores a chunk of usage in one transaction: the events not seen before with their cost, the
- * aggregates of exactly those events, and the partition's next offset. A redelivered chunk changes
- * nothing but the offset.
+ * Stores a chunk of usage in one transaction: the events not seen before with their cost, and the
+ * aggregates of exactly those events. A redelivered event changes nothing: its id is stored already
+ * (the consumer's offsets live in Kafka, committed after this transaction).
  */
 export async function recordUsage(pool: Pool, prices: PriceList, usage: ConsumedUsage): Promise<RecordedUsage> {
   const rows = firstOfEachEvent(usage.rows);
@@ -221,7 +211,6 @@ export async function recordUsage(pool: Pool, prices: PriceList, usage: Consumed
       throw new Error('usage events were stored concurrently; the chunk is retried');
     }
     await addToAggregates(client, aggregateRows(priced));
-    await client.query(saveOffsetSql, [usage.consumerGroup, usage.topic, usage.partition, usage.nextOffset]);
     return {
       written: insertedIds.size,
       duplicates: usage.rows.length - insertedIds.size,

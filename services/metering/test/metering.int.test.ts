@@ -269,13 +269,14 @@ describe('metering service against real Kafka and PostgreSQL', () => {
     // A redelivery after the first batch was committed changes nothing.
     await producer.send(first);
     const messagesProduced = events.length + 2 + 1;
-    const committed = await eventually('every offset in consumer_offsets', 30_000, async () => {
-      const { rows } = await pool.query<{ total: string | null }>(
-        'SELECT sum(next_offset)::text AS total FROM consumer_offsets WHERE consumer_group = $1 AND topic = $2',
-        [consumerGroup, topic],
-      );
-      return Number(rows[0]!.total ?? 0) === messagesProduced ? true : undefined;
-    });
+    // Metering resumes from the offsets it commits to Kafka once a chunk is stored.
+    const kafkaAdmin = kafka.admin();
+    await kafkaAdmin.connect();
+    const committed = await eventually('every offset committed to Kafka', 30_000, async () => {
+      const [offsets] = await kafkaAdmin.fetchOffsets({ groupId: consumerGroup, topics: [topic] });
+      const total = (offsets?.partitions ?? []).reduce((sum, { offset }) => sum + Math.max(0, Number(offset)), 0);
+      return total === messagesProduced ? true : undefined;
+    }).finally(() => kafkaAdmin.disconnect());
     expect(committed).toBe(true);
     expect(await storedEvents()).toBe(4);
 

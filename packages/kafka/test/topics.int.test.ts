@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createKafka, ensureTopics, PartitionCountMismatchError } from '../src';
+
+const repoRoot = join(__dirname, '..', '..', '..');
+
+/** KAFKA_BROKERS from the environment, else from what `infra.sh up` wrote. */
+function kafkaBrokers(): string[] {
+  let brokers = process.env.KAFKA_BROKERS;
+  const file = join(process.env.GW_STATE_DIR ?? join(repoRoot, '.local', 'test-infra'), 'infra.env');
+  if (!brokers && existsSync(file)) {
+    const line = readFileSync(file, 'utf8')
+      .split('\n')
+      .find((entry) => entry.startsWith('KAFKA_BROKERS='));
+    brokers = line?.slice('KAFKA_BROKERS='.length);
+  }
+  if (!brokers) throw new Error('KAFKA_BROKERS is not set and no infra.env was found: run deploy/local/infra.sh up');
+  return brokers.split(',');
+}
+
+describe('ensureTopics against a real broker', () => {
+  const kafka = createKafka({ brokers: kafkaBrokers(), clientId: 'topics-test', log: () => undefined });
+  const topic = `gateway.usage.v1.test-topics-${randomBytes(4).toString('hex')}`;
+
+  async function partitionsOf(name: string): Promise<number> {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [name] });
+      return topics[0]!.partitions.length;
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  afterAll(async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+  });
+
+  it('creates a missing topic, accepts it as it is, and never changes its partition count', async () => {
+    expect(await ensureTopics(kafka, [{ topic, numPartitions: 3 }])).toEqual([
+      { topic, partitions: 3, change: 'created' },
+    ]);
+    expect(await ensureTopics(kafka, [{ topic, numPartitions: 3 }])).toEqual([
+      { topic, partitions: 3, change: 'none' },
+    ]);
+
+    // More partitions would move accounts to other partitions: refused, and the topic is left as it is.
+    const more = ensureTopics(kafka, [{ topic, numPartitions: 6 }]);
+    await expect(more).rejects.toBeInstanceOf(PartitionCountMismatchError);
+    await expect(more).rejects.toThrow(`topic ${topic} has 3 partitions, the gateway expects 6`);
+    expect(await partitionsOf(topic)).toBe(3);
+
+    await expect(ensureTopics(kafka, [{ topic, numPartitions: 2 }])).rejects.toThrow(
+      /never changed automatically.*Repartitioning the usage topic/,
+    );
+    expect(await partitionsOf(topic)).toBe(3);
+  }, 60_000);
+});
