@@ -36,7 +36,22 @@ function stringsIn(value: Json, slots: TextSlot[]): void {
   }
 }
 
-/** Text blocks' text; tool_result content (string or blocks); string values of tool_use input. */
+/** A document's text: a plain-text source's data, a content source's string or blocks; base64 and URL sources have none. */
+function documentTexts(block: JsonObject, slots: TextSlot[]): void {
+  const source = block.source;
+  if (!isObject(source)) return;
+  if (source.type === 'text' && typeof source.data === 'string') slots.push(slot(source, 'data'));
+  else if (source.type === 'content') {
+    if (typeof source.content === 'string') slots.push(slot(source, 'content'));
+    else if (Array.isArray(source.content)) blockTexts(source.content, slots);
+  }
+}
+
+/**
+ * Text blocks' text; tool_result content (string or blocks); string values of tool_use input; the
+ * thinking text of thinking blocks sent back; documents' text. Images, base64 and URL sources and
+ * redacted thinking are data, not text, and stay as they are.
+ */
 function blockTexts(blocks: Json[], slots: TextSlot[]): void {
   for (const block of blocks) {
     if (!isObject(block)) continue;
@@ -45,13 +60,16 @@ function blockTexts(blocks: Json[], slots: TextSlot[]): void {
       if (typeof block.content === 'string') slots.push(slot(block, 'content'));
       else if (Array.isArray(block.content)) blockTexts(block.content, slots);
     } else if (block.type === 'tool_use' && block.input !== undefined) stringsIn(block.input, slots);
+    else if (block.type === 'thinking' && typeof block.thinking === 'string') slots.push(slot(block, 'thinking'));
+    else if (block.type === 'document') documentTexts(block, slots);
   }
 }
 
 /**
  * Every text a caller sends in a Messages (or count_tokens) body: `system` (string or text blocks),
- * message text (string or text blocks), `tool_result` content and the string values inside `tool_use`
- * input. Other fields (model, tool definitions, images, metadata) are not personal text to transform.
+ * message text (string or text blocks), `tool_result` content, the string values inside `tool_use`
+ * input, thinking text and plain-text documents. Other fields (model, tool definitions, images,
+ * binary documents, metadata) are not personal text to transform.
  */
 export function callerTexts(body: JsonObject): TextSlot[] {
   const slots: TextSlot[] = [];

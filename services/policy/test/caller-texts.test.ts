@@ -42,6 +42,40 @@ describe('callerTexts', () => {
     expect(JSON.stringify(body)).toContain('"description":"not personal"');
   });
 
+  it('finds thinking text and plain-text documents, and leaves images, PDFs and redacted thinking alone', () => {
+    const pdf = 'JVBERi0xLjQKMDc3MDA5MDAxMjMgMDc3MDA5MDAxMjM=';
+    const body: JsonObject = {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: '07700900123AAAA' } },
+            { type: 'image', source: { type: 'url', url: 'https://example.com/07700900123.png' } },
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf } },
+            { type: 'document', source: { type: 'url', url: 'https://example.com/report.pdf' } },
+            { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain doc' } },
+            { type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'content doc' }] } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'redacted_thinking', data: 'EmwKAhgB' },
+            { type: 'thinking', thinking: 'thought', signature: 'sig' },
+          ],
+        },
+      ],
+    };
+    const before = JSON.stringify(body);
+    const slots = callerTexts(body);
+    expect(slots.map((found) => found.text)).toEqual(['plain doc', 'content doc', 'thought']);
+    for (const found of slots) found.replace(found.text.toUpperCase());
+    const after = JSON.stringify(body);
+    expect(after).toBe(
+      before.replace('plain doc', 'PLAIN DOC').replace('content doc', 'CONTENT DOC').replace('thought', 'THOUGHT'),
+    );
+  });
+
   it('handles a string system and missing messages', () => {
     const body: JsonObject = { system: 'only' };
     expect(callerTexts(body).map((found) => found.text)).toEqual(['only']);
