@@ -5,11 +5,14 @@ import { admit } from './pipeline/admit';
 import { authenticate } from './pipeline/authenticate';
 import { newRelayState, relay } from './pipeline/relay';
 import { reserve } from './pipeline/reserve';
+import type { Reservation } from './pipeline/reserve';
 import { settle } from './pipeline/settle';
 import type { Admission } from './pipeline/admit';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './pipeline/types';
 import { windowForRefusal } from './rate-limit';
 import { isJsonContentType } from './validation';
+
+type HeldLease = ReturnType<MessagesDeps['leases']['hold']>;
 
 export type { CallerRequest, MessagesDeps, ResponseSink, UsageEventInit } from './pipeline/types';
 
@@ -72,43 +75,35 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
   });
   try {
     // An upload that had all arrived when its key was verified never held a slot unfinished: Acquire
-    // takes the slot with the window and the allowance, one quota round trip instead of two.
-    const bodyLimit = deps.bodyLimitFor(key.plan);
-    if (isJsonContentType(request.contentType) && (await request.bodyArrived(bodyLimit))) {
-      const admitted = await admit(deps, request, key, undefined);
-      if (!admitted.ok) {
-        await refuseVerified(deps, sink, key, admitted.error, request.requestId);
-        return refused(admitted.error, ids);
+    // takes the slot with the window and the allowance, one quota round trip instead of two. Otherwise a
+    // slot is reserved before the body, so that unfinished uploads count against the concurrency.
+    const arrived = isJsonContentType(request.contentType) && (await request.bodyArrived(deps.bodyLimitFor(key.plan)));
+    let reservation: Reservation | undefined;
+    let lease: HeldLease | undefined;
+    if (!arrived) {
+      const reserved = await reserve(deps.clients.quota, key, request.requestId);
+      if (!reserved.ok) {
+        request.discardBody();
+        await refuseVerified(deps, sink, key, reserved.error, request.requestId);
+        return refused(reserved.error, ids);
       }
-      const lease = deps.leases.hold(admitted.value.lease, admitted.value.leaseTtlMs);
-      try {
-        await relayAndSettle(deps, request, sink, admitted.value, lease.release, registration.signal, startedAt);
-      } finally {
-        lease.release(0n);
-      }
-      return;
+      reservation = reserved.value;
+      lease = deps.leases.hold(reservation.lease, reservation.leaseTtlMs);
     }
-    const reserved = await reserve(deps.clients.quota, key, request.requestId);
-    if (!reserved.ok) {
-      request.discardBody();
-      await refuseVerified(deps, sink, key, reserved.error, request.requestId);
-      return refused(reserved.error, ids);
-    }
-    const reservation = reserved.value;
-    const lease = deps.leases.hold(reservation.lease, reservation.leaseTtlMs);
     try {
       const admitted = await admit(deps, request, key, reservation);
       if (!admitted.ok) {
         // Released before the answer, so that a client retrying at once finds its slot free.
-        lease.release(0n);
-        await refuseVerified(deps, sink, key, admitted.error, request.requestId, reservation.window);
+        lease?.release(0n);
+        await refuseVerified(deps, sink, key, admitted.error, request.requestId, reservation?.window);
         return refused(admitted.error, ids);
       }
+      lease ??= deps.leases.hold(admitted.value.lease, admitted.value.leaseTtlMs);
       await relayAndSettle(deps, request, sink, admitted.value, lease.release, registration.signal, startedAt);
     } finally {
       // A no-op once released above or by settling; after an exception in admission it frees the slot,
       // which the keeper would otherwise renew for as long as the process lives.
-      lease.release(0n);
+      lease?.release(0n);
     }
   } finally {
     registration.unregister();
