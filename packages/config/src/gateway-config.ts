@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -70,6 +71,25 @@ export const gatewayConfigSchema = z
     plans: z.array(planSchema).min(1),
   })
   .superRefine((config, context) => {
+    // A second entry with the same id would silently shadow the first: refused, naming both.
+    const lists = [
+      { list: 'regions', what: 'region id', ids: config.regions.map((region) => region.id), field: 'id' },
+      { list: 'pools', what: 'pool id', ids: config.pools.map((pool) => pool.id), field: 'id' },
+      { list: 'models', what: 'model alias', ids: config.models.map((model) => model.alias), field: 'alias' },
+      { list: 'plans', what: 'plan id', ids: config.plans.map((plan) => plan.id), field: 'id' },
+    ];
+    for (const { list, what, ids, field } of lists) {
+      const firstAt = new Map<string, number>();
+      ids.forEach((value, index) => {
+        const first = firstAt.get(value);
+        if (first === undefined) return void firstAt.set(value, index);
+        context.addIssue({
+          code: 'custom',
+          path: [list, index, field],
+          message: `duplicate ${what} "${value}": ${list}[${first}] and ${list}[${index}] both use it`,
+        });
+      });
+    }
     const regionIds = new Set(config.regions.map((region) => region.id));
     const poolIds = new Set(config.pools.map((pool) => pool.id));
     const aliases = new Set(config.models.map((model) => model.alias));
@@ -154,15 +174,38 @@ export function parseGatewayConfig(text: string, env: NodeJS.ProcessEnv = proces
   );
 }
 
-/** Reads the YAML file once at start. */
-export async function loadGatewayConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<GatewayConfig> {
-  let text: string;
+/** A gateway configuration as read from its file: the parsed value and a digest of the text. */
+export interface LoadedGatewayConfig {
+  config: GatewayConfig;
+  /** First 16 hex digits of the SHA-256 of the file's text: which file is in force, for logs and metrics. */
+  hash: string;
+  /** When this configuration was put in force (ms since the epoch). */
+  loadedAtMs: number;
+}
+
+export const gatewayConfigHashOf = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
+
+export async function readGatewayConfigText(path: string): Promise<string> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (error) {
     throw new ConfigError(
       `invalid gateway configuration: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
     );
   }
-  return parseGatewayConfig(text, env);
+}
+
+/** Reads and validates the YAML file, once; with the digest a watch of the file starts from. */
+export async function readGatewayConfigFile(
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+  now: () => number = Date.now,
+): Promise<LoadedGatewayConfig> {
+  const text = await readGatewayConfigText(path);
+  return { config: parseGatewayConfig(text, env), hash: gatewayConfigHashOf(text), loadedAtMs: now() };
+}
+
+/** Reads the YAML file once at start. */
+export async function loadGatewayConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<GatewayConfig> {
+  return (await readGatewayConfigFile(path, env)).config;
 }

@@ -1,3 +1,4 @@
 export * from './env';
 export * from './gateway-config';
 export * from './grpc-transport';
+export * from './gateway-config-watch';

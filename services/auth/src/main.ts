@@ -1,9 +1,9 @@
 import Redis from 'ioredis';
-import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
 import { publishNotice, subscribeToNotices } from '@gw/revocations';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, configReloadReporter } from '@gw/telemetry';
 import { readAuthConfig } from './config';
 import { VerifiedKeyCache } from './key-cache';
 import { KeyFormat } from './key-format';
@@ -14,7 +14,9 @@ import { AuthStore } from './store';
 
 void runOrExit(async () => {
   const config = readAuthConfig();
-  const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
+  const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
+  /** The key service reads its lists at each call: a reload replaces them in this object. */
+  const gatewayConfig = { ...loadedConfig.config };
   const logger = createLogger('auth', config.LOG_LEVEL);
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const store = new AuthStore(pool);
@@ -54,6 +56,10 @@ void runOrExit(async () => {
     announce: (notice) => publishNotice(publisher, notice),
   });
   const metrics = await startMetricsServer('auth', config.METRICS_HOST, config.METRICS_PORT);
+  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
+    apply: (next) => Object.assign(gatewayConfig, next),
+    report: configReloadReporter(logger, metrics.registry, loadedConfig),
+  });
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -67,6 +73,7 @@ void runOrExit(async () => {
   grpc.setServing(true);
   logger.info({ grpc_port: grpc.port }, 'auth serving');
   onShutdown(logger, async () => {
+    configWatch.close();
     await grpc.shutdown(5_000);
     await lastUsed.stop();
     await subscription.close();

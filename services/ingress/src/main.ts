@@ -1,10 +1,18 @@
 import type { Server } from 'node:http';
 import { join } from 'node:path';
-import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { create, eventsv1 } from '@gw/proto';
 import { createRestorer, restoreAll } from '@gw/pii';
 import { createKafka } from '@gw/kafka';
-import { Counter, createLogger, Gauge, onShutdown, startMetricsServer, startTracing } from '@gw/telemetry';
+import {
+  Counter,
+  createLogger,
+  Gauge,
+  onShutdown,
+  startMetricsServer,
+  startTracing,
+  configReloadReporter,
+} from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
@@ -31,10 +39,17 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 
 void runOrExit(async () => {
   const config = readIngressConfig();
-  const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
-  const planBodyLimits = new Map(
-    gatewayConfig.plans.map((plan) => [plan.id, Math.min(plan.bodyLimitBytes ?? Infinity, config.BODY_LIMIT_BYTES)]),
-  );
+  const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
+  const gatewayConfig = loadedConfig.config;
+  /** Read per request; a reload of the YAML replaces the plans' limits in place. */
+  const planBodyLimits = new Map<string, number>();
+  const setPlanBodyLimits = (plans: typeof gatewayConfig.plans) => {
+    planBodyLimits.clear();
+    for (const plan of plans) {
+      planBodyLimits.set(plan.id, Math.min(plan.bodyLimitBytes ?? Infinity, config.BODY_LIMIT_BYTES));
+    }
+  };
+  setPlanBodyLimits(gatewayConfig.plans);
   const logger = createLogger('ingress', config.LOG_LEVEL);
   const tracing = startTracing(config.tracing);
   const clients = createClients(config);
@@ -48,6 +63,11 @@ void runOrExit(async () => {
     log: (level, message, fields) => logger[level](fields, message),
   });
   const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
+  // Models and pools reach ingress in policy's catalogue; what ingress reads of the YAML itself is reloaded here.
+  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
+    apply: (next) => setPlanBodyLimits(next.plans),
+    report: configReloadReporter(logger, metrics.registry, loadedConfig),
+  });
   const edgeMetrics = createEdgeMetrics(metrics.registry, {
     models: gatewayConfig.models.map((model) => model.alias),
     regions: gatewayConfig.regions.map((region) => region.id),
@@ -189,6 +209,7 @@ void runOrExit(async () => {
   );
 
   onShutdown(logger, async () => {
+    configWatch.close();
     stopping.abort();
     await new Promise((resolve) => adminServer.close(resolve));
     // Stop accepting; keep-alive connections close as soon as they are idle, and requests still running

@@ -1,8 +1,8 @@
-import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
 import { createKafka, startBatchConsumer } from '@gw/kafka';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, configReloadReporter } from '@gw/telemetry';
 import { readMeteringConfig } from './config';
 import { usageChunkHandler } from './consumer';
 import { meteringMetrics } from './metrics';
@@ -12,10 +12,16 @@ import { meteringService } from './server';
 
 void runOrExit(async () => {
   const config = readMeteringConfig();
-  const prices = priceList(await loadGatewayConfig(config.GATEWAY_CONFIG));
+  const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
+  const prices = priceList(loadedConfig.config);
   const logger = createLogger('metering', config.LOG_LEVEL);
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const metrics = await startMetricsServer('metering', config.METRICS_HOST, config.METRICS_PORT);
+  // The consumer reads the price tables at each event: a reload replaces them.
+  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
+    apply: (next) => Object.assign(prices, priceList(next)),
+    report: configReloadReporter(logger, metrics.registry, loadedConfig),
+  });
   // The process reports SERVING in grpc.health.v1 once the consumer has joined its group.
   const usage = new PeriodUsageReader(pool, (error) => logger.error({ err: error }, 'usage query failed'));
   const grpc = await startGrpcServer({
@@ -38,6 +44,7 @@ void runOrExit(async () => {
     topic: config.USAGE_TOPIC,
     processChunk: usageChunkHandler({
       pool,
+      consumerGroup: config.CONSUMER_GROUP,
       logger,
       metrics: meteringMetrics(metrics.registry),
       prices,
@@ -52,6 +59,7 @@ void runOrExit(async () => {
   logger.info({ grpc_port: grpc.port, topic: config.USAGE_TOPIC, group: config.CONSUMER_GROUP }, 'metering consuming');
 
   onShutdown(logger, async () => {
+    configWatch.close();
     grpc.setServing(false);
     await consumer.stop();
     await grpc.shutdown(5_000);

@@ -86,7 +86,7 @@ export interface ModelPrices {
   output: Decimal;
 }
 
-/** The prices of the gateway configuration, read once at start. */
+/** The prices of the gateway configuration; a reload of the YAML replaces both tables. */
 export interface PriceList {
   models: ReadonlyMap<string, ModelPrices>;
   /** Overage price per plan id. */

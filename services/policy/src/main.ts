@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { startGrpcServer } from '@gw/grpc';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer } from '@gw/telemetry';
+import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, configReloadReporter } from '@gw/telemetry';
 import { Catalogue } from '@gw/catalogue';
 import { readPolicyConfig } from './config';
 import { CurrentValue } from './current-value';
@@ -11,7 +11,8 @@ import { policyService } from './server';
 
 void runOrExit(async () => {
   const config = readPolicyConfig();
-  const catalogues = new CurrentValue(Catalogue.fromConfig(await loadGatewayConfig(config.GATEWAY_CONFIG)));
+  const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
+  const catalogues = new CurrentValue(Catalogue.fromConfig(loadedConfig.config));
   const logger = createLogger('policy', config.LOG_LEVEL);
   const privacyPool = await PrivacyPool.start({
     threads: config.PRIVACY_WORKERS,
@@ -26,6 +27,11 @@ void runOrExit(async () => {
       ),
   });
   const metrics = await startMetricsServer('policy', config.METRICS_HOST, config.METRICS_PORT);
+  // A reloaded YAML reaches ingress too: the catalogue in force is pushed to every follower.
+  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
+    apply: (next) => catalogues.set(Catalogue.fromConfig(next)),
+    report: configReloadReporter(logger, metrics.registry, loadedConfig),
+  });
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -39,6 +45,7 @@ void runOrExit(async () => {
   grpc.setServing(true);
   logger.info({ port: grpc.port }, 'policy serving');
   onShutdown(logger, async () => {
+    configWatch.close();
     const stopped = grpc.shutdown(5_000);
     // Catalogue watchers stay subscribed for good: end their streams so that the graceful part can finish.
     catalogues.close();

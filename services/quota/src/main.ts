@@ -1,8 +1,8 @@
 import Redis, { Cluster } from 'ioredis';
-import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
-import { createLogger, grpcServerMetrics, onShutdown, startMetricsServer } from '@gw/telemetry';
+import { createLogger, grpcServerMetrics, onShutdown, startMetricsServer, configReloadReporter } from '@gw/telemetry';
 import { readQuotaConfig } from './config';
 import { UsageLedger } from './ledger';
 import { Limits } from './limits';
@@ -11,7 +11,7 @@ import { quotaService } from './server';
 
 void runOrExit(async () => {
   const config = readQuotaConfig();
-  const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
+  const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const logger = createLogger('quota', config.LOG_LEVEL);
   // Fail fast while Redis is away rather than queueing decisions behind a reconnect.
   const options = { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 };
@@ -28,9 +28,18 @@ void runOrExit(async () => {
   redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection problem'));
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const metrics = await startMetricsServer('quota', config.METRICS_HOST, config.METRICS_PORT);
+  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
+    apply: (next) => {
+      plans.clear();
+      for (const plan of next.plans) plans.set(plan.id, plan);
+    },
+    report: configReloadReporter(logger, metrics.registry, loadedConfig),
+  });
+  /** Read at each decision: a reload replaces the plans in place. */
+  const plans = new Map(loadedConfig.config.plans.map((plan) => [plan.id, plan]));
   const limits = new Limits(
     redis,
-    new Map(gatewayConfig.plans.map((plan) => [plan.id, plan])),
+    plans,
     new UsageLedger(pool),
     config.LEASE_TTL_MS,
     () => new Date(),
@@ -50,6 +59,7 @@ void runOrExit(async () => {
   grpc.setServing(true);
   logger.info({ grpc_port: grpc.port }, 'quota serving');
   onShutdown(logger, async () => {
+    configWatch.close();
     await grpc.shutdown(5_000);
     redis.disconnect();
     await Promise.all([pool.end(), metrics.close()]);

@@ -71,6 +71,10 @@ interface Endpoint {
   outstanding: number;
 }
 
+function sameUrls(endpoints: readonly Endpoint[], urls: readonly string[]): boolean {
+  return endpoints.length === urls.length && endpoints.every((endpoint, index) => endpoint.url === urls[index]);
+}
+
 export function createEndpointBalancer(pools: PoolDirectory, options: BalancerOptions = {}): EndpointBalancer {
   const settings = options.settings ?? defaultBreakerSettings;
   const clock = options.clock ?? (() => performance.now());
@@ -81,7 +85,8 @@ export function createEndpointBalancer(pools: PoolDirectory, options: BalancerOp
 
   const endpointsOf = (pool: Pick<Pool, 'id' | 'endpoints'>): Endpoint[] => {
     let endpoints = endpointsByPool.get(pool.id);
-    if (endpoints === undefined) {
+    // A pool whose endpoints a reload of the YAML changed starts afresh.
+    if (endpoints === undefined || !sameUrls(endpoints, pool.endpoints)) {
       endpoints = pool.endpoints.map((url, index) => ({
         poolId: pool.id,
         url,

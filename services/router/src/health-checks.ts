@@ -67,6 +67,8 @@ export interface HealthChecks {
   runOnce(): Promise<void>;
   /** Stops the rounds and cancels the probes in flight. */
   stop(): Promise<void>;
+  /** The pools changed (the YAML was reloaded): the next round probes the endpoints they have now. */
+  retarget(): void;
 }
 
 interface ProbeTarget {
@@ -96,7 +98,7 @@ function probeTargets(pools: PoolDirectory, logger: Logger): ProbeTarget[] {
 /** The probes of every endpoint: one round at once, then one every interval (rounds never overlap). */
 export function startHealthChecks(deps: HealthCheckDeps): HealthChecks {
   const { balancer, http, settings, logger, metrics } = deps;
-  const targets = probeTargets(deps.pools, logger);
+  let targets = probeTargets(deps.pools, logger);
   const stopped = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let round: Promise<void> = Promise.resolve();
@@ -136,10 +138,14 @@ export function startHealthChecks(deps: HealthCheckDeps): HealthChecks {
     timer.unref();
   };
 
-  if (targets.length > 0) round = runOnce().finally(schedule);
+  // Rounds run even without targets: a reload may add pools to probe.
+  round = runOnce().finally(schedule);
 
   return {
     runOnce,
+    retarget() {
+      targets = probeTargets(deps.pools, logger);
+    },
     async stop() {
       stopped.abort();
       clearTimeout(timer);

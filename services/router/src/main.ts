@@ -1,14 +1,21 @@
 import { join } from 'node:path';
-import { loadGatewayConfig, runOrExit } from '@gw/config';
+import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { registration, startGrpcServer } from '@gw/grpc';
 import { routerv1 } from '@gw/proto';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, startTracing } from '@gw/telemetry';
+import {
+  createLogger,
+  onShutdown,
+  grpcServerMetrics,
+  startMetricsServer,
+  startTracing,
+  configReloadReporter,
+} from '@gw/telemetry';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
 import { createEndpointBalancer } from './balancer';
 import { startHealthChecks } from './health-checks';
 import { createEndpointMetrics, createRouterMetrics, registerBreakerStates, registerPoolInfo } from './metrics';
-import { createPoolDirectory } from './pools';
+import { createPoolDirectory, replacePools } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
 import { StubPlans } from './stub-plans';
@@ -20,11 +27,12 @@ const shutdownGraceMs = 25_000;
 
 void runOrExit(async () => {
   const config = readRouterConfig();
-  const gatewayConfig = await loadGatewayConfig(config.GATEWAY_CONFIG);
+  const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const logger = createLogger('router', config.LOG_LEVEL);
   const tracing = startTracing(config.tracing);
   const credential = (envName: string) => process.env[envName] || undefined;
-  const pools = createPoolDirectory(gatewayConfig);
+  // One directory for the router, the balancer and the probes: a reload replaces its pools in place.
+  const pools = new Map(createPoolDirectory(loadedConfig.config));
   for (const pool of pools.values()) {
     if (pool.credentialEnv !== undefined && credential(pool.credentialEnv) === undefined) {
       logger.error(
@@ -80,6 +88,13 @@ void runOrExit(async () => {
     testStub: defaultTestStubOptions,
     planStub: (request, signal) => stubPlans.plan(request, signal),
   });
+  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
+    apply: (next) => {
+      replacePools(pools, createPoolDirectory(next));
+      healthChecks.retarget();
+    },
+    report: configReloadReporter(logger, metricsServer.registry, loadedConfig),
+  });
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -94,6 +109,7 @@ void runOrExit(async () => {
   logger.info({ grpc_host: config.GRPC_HOST, grpc_port: grpc.port, pools: [...pools.keys()] }, 'router serving');
 
   onShutdown(logger, async () => {
+    configWatch.close();
     await healthChecks.stop();
     await grpc.shutdown(shutdownGraceMs);
     await http.close();

@@ -48,6 +48,12 @@ export function createPoolDirectory(config: GatewayConfig): PoolDirectory {
   );
 }
 
+/** Puts the pools of a reloaded YAML in force in the directory every part of the router reads. */
+export function replacePools(directory: Map<string, Pool>, replacement: PoolDirectory): void {
+  directory.clear();
+  for (const [id, pool] of replacement) directory.set(id, pool);
+}
+
 export interface PlannedPool {
   pool: Pool;
   upstreamModel: string;
