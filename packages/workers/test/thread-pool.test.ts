@@ -1,6 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { gatewayError } from '@gw/errors';
+import { LargeInputWork, refusalsOfStep } from '../src/large-input-work';
 import { FairThreadPool } from '../src/thread-pool';
 import type { ThreadPoolRefusals } from '../src/thread-pool';
 
@@ -66,5 +67,50 @@ describe('FairThreadPool with serveTasks', () => {
     const controller = new AbortController();
     controller.abort();
     expect(await pool.run('a', { n: 1 }, [], controller.signal)).toEqual({ ok: false, error: refusals.cancelled() });
+  });
+});
+
+describe('LargeInputWork', () => {
+  let work: LargeInputWork<Task, { n: number; bytes: Uint8Array }>;
+  const inline: number[] = [];
+  beforeAll(async () => {
+    work = await LargeInputWork.start<Task, { n: number; bytes: Uint8Array }>(
+      {
+        inlineMaxBytes: 4,
+        threads: 1,
+        queuedPerAccount: 4,
+        queuedTotal: 8,
+        script,
+        refusals: refusalsOfStep('the test step', 'The test service'),
+        onThreadFailure: () => undefined,
+      },
+      (task) => {
+        inline.push(task.n ?? 0);
+        return { n: (task.n ?? 0) * 2, bytes: task.bytes ?? new Uint8Array() };
+      },
+    );
+  });
+  afterAll(() => work.close());
+
+  it('works on a small input inline and on a large one on a thread, with the same outcome', async () => {
+    const small = new Uint8Array([1, 2, 3, 4]);
+    const large = new Uint8Array([1, 2, 3, 4, 5]);
+    const smallAnswer = await work.run('a', small, (bytes) => ({ n: bytes.length, bytes }));
+    const largeAnswer = await work.run('a', large, (bytes) => ({ n: bytes.length, bytes }));
+    expect(smallAnswer.ok && smallAnswer.value.n).toBe(8);
+    expect(largeAnswer.ok && [largeAnswer.value.n, ...largeAnswer.value.bytes]).toEqual([10, 1, 2, 3, 4, 5]);
+    expect(inline).toEqual([4]);
+    // The thread had a copy of its own: the caller's bytes are whole.
+    expect([...large]).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('words its refusals after the step and the service', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const large = new Uint8Array(8);
+    expect(await work.run('a', large, (bytes) => ({ n: 1, bytes }), controller.signal)).toEqual({
+      ok: false,
+      error: { type: 'overloaded_error', message: 'The call ended before the test step finished.' },
+    });
   });
 });

@@ -1,7 +1,7 @@
-import { gatewayError, internalErrorMessage, ok } from '@gw/errors';
-import type { GatewayError, Result } from '@gw/errors';
-import { FairThreadPool } from '@gw/workers';
-import type { ThreadFailure } from '@gw/workers';
+import { ok } from '@gw/errors';
+import type { Result } from '@gw/errors';
+import { LargeInputWork, refusalsOfStep } from '@gw/workers';
+import type { LargeInputWorkOptions } from '@gw/workers';
 import { parseCountTokensBody, parseMessagesBody } from './validation';
 
 /** Which endpoint's rules a body is checked against. */
@@ -14,14 +14,14 @@ export interface BodySummary {
   stream: boolean;
 }
 
-/** The thread's task: the bytes are a copy of the caller's that moves to the thread. */
+/** The thread's task: the bytes are a copy of the caller's that moved to the thread. */
 export interface BodyCheckTask {
   kind: BodyKind;
   body: Uint8Array;
 }
 
 /** Parses and validates a body: the same answer inline or on a thread. */
-export function summariseBody(kind: BodyKind, raw: Uint8Array): Result<BodySummary> {
+export function summariseBody({ kind, body: raw }: BodyCheckTask): Result<BodySummary> {
   const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   if (kind === 'count_tokens') {
     const body = parseCountTokensBody(bytes);
@@ -31,58 +31,25 @@ export function summariseBody(kind: BodyKind, raw: Uint8Array): Result<BodySumma
   return body.ok ? ok({ model: body.value.model, stream: body.value.stream === true }) : body;
 }
 
-export interface BodyChecksOptions {
-  /** Bodies up to this size are checked on the event loop: a thread's round trip would cost more. */
-  inlineMaxBytes: number;
-  threads: number;
-  /** Large bodies of one account that may wait for a thread; more are refused (503). */
-  queuedPerAccount: number;
-  /** Large bodies that may wait for a thread, all accounts together. */
-  queuedTotal: number;
-  /** dist/body-check-thread.js as built by tsc. */
-  script: string | URL;
-  onThreadFailure: (failure: ThreadFailure) => void;
-}
-
-const refusals = {
-  refused: (): GatewayError =>
-    gatewayError(
-      'overloaded_error',
-      'Too many large requests of this account are waiting to be checked. Retry with exponential backoff.',
-      { retryAfterMs: 1_000 },
-    ),
-  cancelled: (): GatewayError => gatewayError('overloaded_error', 'The request ended before its body was checked.'),
-  shuttingDown: (): GatewayError =>
-    gatewayError('overloaded_error', 'The gateway is shutting down. Retry.', { retryAfterMs: 1_000 }),
-  failed: (): GatewayError => gatewayError('api_error', internalErrorMessage),
-};
-
 /**
  * Checks request bodies: small ones inline, large ones on worker threads shared fairly between accounts, so
  * that parsing one caller's megabytes of JSON never holds up every other caller's requests on the event loop.
  */
 export class BodyChecks {
-  private constructor(
-    private readonly options: BodyChecksOptions,
-    private readonly pool: FairThreadPool<BodyCheckTask, Result<BodySummary>>,
-  ) {}
+  private constructor(private readonly work: LargeInputWork<BodyCheckTask, Result<BodySummary>>) {}
 
-  static async start(options: BodyChecksOptions): Promise<BodyChecks> {
-    return new BodyChecks(
-      options,
-      await FairThreadPool.start<BodyCheckTask, Result<BodySummary>>({ ...options, refusals }),
-    );
+  /** `script`: dist/body-check-thread.js as built by tsc. */
+  static async start(options: Omit<LargeInputWorkOptions, 'refusals'>): Promise<BodyChecks> {
+    const refusals = refusalsOfStep('the body check', 'The gateway');
+    return new BodyChecks(await LargeInputWork.start({ ...options, refusals }, summariseBody));
   }
 
   async check(kind: BodyKind, raw: Uint8Array, account: string): Promise<Result<BodySummary>> {
-    if (raw.byteLength <= this.options.inlineMaxBytes) return summariseBody(kind, raw);
-    // The caller's bytes go on upstream: the thread gets a copy of its own, moved rather than cloned.
-    const copy = new Uint8Array(raw);
-    const checked = await this.pool.run(account, { kind, body: copy }, [copy.buffer]);
+    const checked = await this.work.run(account, raw, (body) => ({ kind, body }));
     return checked.ok ? checked.value : checked;
   }
 
   close(): Promise<void> {
-    return this.pool.close();
+    return this.work.close();
   }
 }

@@ -40,7 +40,7 @@ describe('BodyChecks', () => {
 
   it.each(cases)('answers %s on a thread exactly as inline', async (_name, kind, body) => {
     expect(body.byteLength).toBeGreaterThan(16 * 1024);
-    const inline = summariseBody(kind, body);
+    const inline = summariseBody({ kind, body });
     expect(await checks.check(kind, body, 'account-a')).toEqual(inline);
   });
 

@@ -1,36 +1,17 @@
-import { gatewayError } from '@gw/errors';
-import type { GatewayError, Result } from '@gw/errors';
-import { FairThreadPool } from '@gw/workers';
-import type { ThreadFailure } from '@gw/workers';
+import type { Result } from '@gw/errors';
+import { FairThreadPool, refusalsOfStep } from '@gw/workers';
+import type { ThreadPoolOptions } from '@gw/workers';
 import type { PrivacyMode, PrivacyOutcome } from './privacy';
 import type { ThreadTask } from './privacy-thread';
 import { privacyStepFailed } from './privacy-step';
 
 export type { ThreadFailure } from '@gw/workers';
 
-export interface PrivacyPoolOptions {
-  /** Worker threads; one account runs on at most half of them, rounded up. */
-  threads: number;
-  /** Bodies of one account that may wait for a thread. */
-  queuedPerAccount: number;
-  /** Bodies that may wait for a thread, all accounts together. */
-  queuedTotal: number;
-  /** The thread's script: dist/privacy-thread.js as built by tsc (a file: or data: URL too). */
-  script: string | URL;
-  /** A thread died on its own (a bug, out of memory): its request failed and another thread took its place. */
-  onThreadFailure: (failure: ThreadFailure) => void;
-}
+/** Worker threads for bodies over the inline bound (privacy-step.ts), shared fairly between accounts. */
+export type PrivacyPoolOptions = Omit<ThreadPoolOptions, 'refusals'>;
 
 const refusals = {
-  refused: (): GatewayError =>
-    gatewayError(
-      'overloaded_error',
-      'Too many large requests of this account are waiting for the privacy step. Retry with exponential backoff.',
-      { retryAfterMs: 1_000 },
-    ),
-  cancelled: (): GatewayError => gatewayError('overloaded_error', 'The call ended before the privacy step finished.'),
-  shuttingDown: (): GatewayError =>
-    gatewayError('overloaded_error', 'The policy service is shutting down. Retry.', { retryAfterMs: 1_000 }),
+  ...refusalsOfStep('the privacy step', 'The policy service'),
   // Fail closed: the body is never forwarded untransformed.
   failed: privacyStepFailed,
 };

@@ -1,8 +1,17 @@
 import { errorTypes } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { join } from 'node:path';
 import type { CompletionEvent, CompletionRequest } from '../src/completion';
 import { estimateInputTokens } from '../src/estimate';
-import { completeWithTestStub, inputJsonPieces, magicText, stubChunks, stubToolCall } from '../src/test-stub';
+import { StubPlans } from '../src/stub-plans';
+import {
+  completeWithTestStub,
+  inputJsonPieces,
+  magicText,
+  planStubAnswer,
+  stubChunks,
+  stubToolCall,
+} from '../src/test-stub';
 
 function stubRequest(text: string, extra: Record<string, unknown> = {}, requestId = 'req_stub'): CompletionRequest {
   const body = { model: 'claude-sonnet-5', max_tokens: 1024, messages: [{ role: 'user', content: text }], ...extra };
@@ -264,5 +273,46 @@ describe('test-key stub', () => {
   it('refuses a body that is not a JSON object', async () => {
     const items = await collect({ ...stubRequest('x'), body: Buffer.from('[1,2]') });
     expect(items).toEqual([{ ok: false, error: expect.objectContaining({ type: 'invalid_request_error' }) }]);
+  });
+});
+
+/** The thread as tsc builds it (`pnpm exec tsc -b`): worker threads load JavaScript. */
+const builtPlanThread = join(__dirname, '../dist/stub-plan-thread.js');
+const padding = ' and more words'.repeat(5_000);
+
+describe('StubPlans', () => {
+  let plans: StubPlans;
+  beforeAll(async () => {
+    plans = await StubPlans.start({
+      inlineMaxBytes: 16 * 1024,
+      threads: 1,
+      queuedPerAccount: 2,
+      queuedTotal: 4,
+      script: builtPlanThread,
+      onThreadFailure: () => undefined,
+    });
+  });
+  afterAll(() => plans.close());
+  const never = new AbortController().signal;
+
+  it.each([
+    ['a text answer cut at max_tokens', stubRequest(`hello${padding}`, { max_tokens: 3 })],
+    ['a tool call', stubRequest(`gw-test:tool-use${padding}`, { tools: [{ name: 'lookup', input_schema: {} }] })],
+    ['a requested error', stubRequest(`gw-test:error:rate_limit_error${padding}`)],
+    ['a stream that fails', stubRequest(`gw-test:stream-error${padding}`)],
+  ])('plans %s of a large body on a thread exactly as inline', async (_name, call) => {
+    expect(call.body.byteLength).toBeGreaterThan(16 * 1024);
+    const inline = planStubAnswer(call.body, call.model);
+    expect(await plans.plan(call, never)).toEqual(inline);
+    // The body goes on being the caller's: the thread had a copy.
+    expect(JSON.parse(Buffer.from(call.body).toString('utf8'))).toHaveProperty('model', 'claude-sonnet-5');
+  });
+
+  it('refuses a body that is not a JSON object, as the stub does inline', async () => {
+    const call = { ...stubRequest('x'), body: Buffer.from(`[${'1,'.repeat(20_000)}1]`) };
+    expect(await plans.plan(call, never)).toEqual({
+      kind: 'refused',
+      error: { type: 'invalid_request_error', message: 'The request body must be a JSON object.' },
+    });
   });
 });

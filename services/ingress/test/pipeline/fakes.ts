@@ -235,7 +235,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
     logRequest: () => undefined,
     logFailure: (error) => failures.push(error),
     bodyLimitFor: () => 1024 * 1024,
-    checkBody: (kind, raw) => Promise.resolve(summariseBody(kind, raw)),
+    checkBody: (kind, raw) => Promise.resolve(summariseBody({ kind, body: raw })),
     billingUnavailable: () => false,
     restorationFor:
       options.restorationFor ??
