@@ -1,7 +1,8 @@
 import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { AdminApiError } from './api';
 import type { Account, AdminClient, CreatedAdminKey, Limits } from './api';
-import { ConfirmDialog, ErrorNote, ShownOnce, Timestamp } from './ui';
+import { ConfirmDialog, ErrorNote, FieldError, ShownOnce, TableScroll, Timestamp } from './ui';
 import type { Confirmation } from './ui';
 
 const numericLimits = ['requests_per_minute', 'concurrency', 'monthly_tokens', 'hard_ceiling_tokens'] as const;
@@ -83,6 +84,7 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
   const [error, setError] = useState<string>();
   const [name, setName] = useState('');
   const [plan, setPlan] = useState('');
+  const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
   const [panel, setPanel] = useState<Panel>();
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const [adminKey, setAdminKey] = useState<CreatedAdminKey>();
@@ -96,13 +98,18 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
   const create = (event: Event) => {
     event.preventDefault();
     setError(undefined);
+    setFieldError(undefined);
     client.createAccount(name, plan).then(
       (created) => {
         setAccounts([...accounts, created]);
         setName('');
         setPlan('');
       },
-      (failure: Error) => setError(failure.message),
+      (failure: Error) => {
+        if (failure instanceof AdminApiError && (failure.field === 'name' || failure.field === 'plan')) {
+          setFieldError({ field: failure.field, message: failure.message });
+        } else setError(failure.message);
+      },
     );
   };
   const askSuspend = (account: Account, suspended: boolean) =>
@@ -121,10 +128,12 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
         <label>
           name
           <input name="account-name" required value={name} onInput={(event) => setName(event.currentTarget.value)} />
+          <FieldError error={fieldError} field="name" />
         </label>
         <label>
           plan
           <input name="account-plan" required value={plan} onInput={(event) => setPlan(event.currentTarget.value)} />
+          <FieldError error={fieldError} field="plan" />
         </label>
         <button type="submit">Create account</button>
       </form>
@@ -137,81 +146,83 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
           onDismiss={() => setAdminKey(undefined)}
         />
       ) : null}
-      <table data-testid="accounts">
-        <thead>
-          <tr>
-            <th>name</th>
-            <th>id</th>
-            <th>plan</th>
-            <th>status</th>
-            <th>created</th>
-            <th />
-          </tr>
-        </thead>
-        <tbody>
-          {accounts.map((account) => (
-            <Fragment key={account.id}>
-              <tr data-account-id={account.id}>
-                <td>
-                  <a
-                    href="#"
-                    onClick={(event) => {
-                      event.preventDefault();
-                      props.onOpen(account);
-                    }}
-                  >
-                    {account.name}
-                  </a>
-                </td>
-                <td>
-                  <code>{account.id}</code>
-                </td>
-                <td>{account.plan}</td>
-                <td class={`status ${account.status}`}>{account.status}</td>
-                <td>
-                  <Timestamp iso={account.created_at} />
-                </td>
-                <td class="actions">
-                  <button type="button" onClick={() => askSuspend(account, account.status === 'active')}>
-                    {account.status === 'active' ? 'Suspend' : 'Resume'}
-                  </button>
-                  <button type="button" onClick={() => setPanel({ kind: 'limits', accountId: account.id })}>
-                    Limits
-                  </button>
-                  <button type="button" onClick={() => setPanel({ kind: 'admin-key', accountId: account.id })}>
-                    Admin key
-                  </button>
-                </td>
-              </tr>
-              {panel?.accountId === account.id ? (
-                <tr>
-                  <td colSpan={6}>
-                    {panel.kind === 'limits' ? (
-                      <LimitsForm
-                        client={client}
-                        account={account}
-                        onSaved={(saved) => {
-                          replace(saved);
-                          setPanel(undefined);
-                        }}
-                      />
-                    ) : (
-                      <AdminKeyForm
-                        client={client}
-                        account={account}
-                        onCreated={(created) => {
-                          setAdminKey(created);
-                          setPanel(undefined);
-                        }}
-                      />
-                    )}
+      <TableScroll label="accounts">
+        <table data-testid="accounts">
+          <thead>
+            <tr>
+              <th>name</th>
+              <th>id</th>
+              <th>plan</th>
+              <th>status</th>
+              <th>created</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {accounts.map((account) => (
+              <Fragment key={account.id}>
+                <tr data-account-id={account.id}>
+                  <td>
+                    <a
+                      href="#"
+                      onClick={(event) => {
+                        event.preventDefault();
+                        props.onOpen(account);
+                      }}
+                    >
+                      {account.name}
+                    </a>
+                  </td>
+                  <td>
+                    <code>{account.id}</code>
+                  </td>
+                  <td>{account.plan}</td>
+                  <td class={`status ${account.status}`}>{account.status}</td>
+                  <td>
+                    <Timestamp iso={account.created_at} />
+                  </td>
+                  <td class="actions">
+                    <button type="button" onClick={() => askSuspend(account, account.status === 'active')}>
+                      {account.status === 'active' ? 'Suspend' : 'Resume'}
+                    </button>
+                    <button type="button" onClick={() => setPanel({ kind: 'limits', accountId: account.id })}>
+                      Limits
+                    </button>
+                    <button type="button" onClick={() => setPanel({ kind: 'admin-key', accountId: account.id })}>
+                      Admin key
+                    </button>
                   </td>
                 </tr>
-              ) : null}
-            </Fragment>
-          ))}
-        </tbody>
-      </table>
+                {panel?.accountId === account.id ? (
+                  <tr>
+                    <td colSpan={6}>
+                      {panel.kind === 'limits' ? (
+                        <LimitsForm
+                          client={client}
+                          account={account}
+                          onSaved={(saved) => {
+                            replace(saved);
+                            setPanel(undefined);
+                          }}
+                        />
+                      ) : (
+                        <AdminKeyForm
+                          client={client}
+                          account={account}
+                          onCreated={(created) => {
+                            setAdminKey(created);
+                            setPanel(undefined);
+                          }}
+                        />
+                      )}
+                    </td>
+                  </tr>
+                ) : null}
+              </Fragment>
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
       {confirmation ? <ConfirmDialog confirmation={confirmation} onClose={() => setConfirmation(undefined)} /> : null}
     </section>
   );

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AdminApiError } from './api';
 import type { AdminClient, CreatedKey, Environment, Key, KeyStatus, NewKey, PrivacyMode, Residency } from './api';
-import { ConfirmDialog, ErrorNote, ShownOnce, Timestamp } from './ui';
+import { ConfirmDialog, ErrorNote, FieldError, ShownOnce, TableScroll, Timestamp } from './ui';
 import type { Confirmation } from './ui';
 
 type SortColumn = 'name' | 'environment' | 'status' | 'expires_at' | 'created_at' | 'last_used_at';
@@ -55,9 +55,14 @@ function newKeyOf(accountId: string, form: KeyForm): NewKey {
   };
 }
 
-function Choice<T extends string>(props: { value: T; options: readonly T[]; onChange: (value: T) => void }) {
+function Choice<T extends string>(props: {
+  name: string;
+  value: T;
+  options: readonly T[];
+  onChange: (value: T) => void;
+}) {
   return (
-    <select value={props.value} onChange={(event) => props.onChange(event.currentTarget.value as T)}>
+    <select name={props.name} value={props.value} onChange={(event) => props.onChange(event.currentTarget.value as T)}>
       {props.options.map((option) => (
         <option key={option} value={option}>
           {option}
@@ -73,12 +78,7 @@ function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreate
   const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
   const [error, setError] = useState<string>();
   const set = <F extends keyof KeyForm>(field: F, value: KeyForm[F]) => setForm({ ...form, [field]: value });
-  const besideField = (field: keyof KeyForm) =>
-    fieldError?.field === field ? (
-      <span class="field-error" data-field-error={field} role="alert">
-        {fieldError.message}
-      </span>
-    ) : null;
+  const besideField = (field: keyof KeyForm) => <FieldError error={fieldError} field={field} />;
   const submit = (event: Event) => {
     event.preventDefault();
     setFieldError(undefined);
@@ -105,17 +105,28 @@ function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreate
       </label>
       <label>
         environment
-        <Choice value={form.environment} options={['live', 'test']} onChange={(value) => set('environment', value)} />
+        <Choice
+          name="environment"
+          value={form.environment}
+          options={['live', 'test']}
+          onChange={(value) => set('environment', value)}
+        />
         {besideField('environment')}
       </label>
       <label>
         residency
-        <Choice value={form.residency} options={['eu', 'uk']} onChange={(value) => set('residency', value)} />
+        <Choice
+          name="residency"
+          value={form.residency}
+          options={['eu', 'uk']}
+          onChange={(value) => set('residency', value)}
+        />
         {besideField('residency')}
       </label>
       <label>
         privacy mode
         <Choice
+          name="privacy_mode"
           value={form.privacy_mode}
           options={['off', 'flag', 'redact', 'tokenise']}
           onChange={(value) => set('privacy_mode', value)}
@@ -218,6 +229,7 @@ export function KeysPanel(props: { client: AdminClient; accountId: string }) {
         <label>
           status
           <Choice
+            name="status-filter"
             value={statusFilter}
             options={['all', 'active', 'revoked', 'expired']}
             onChange={(value) => setStatusFilter(value)}
@@ -226,6 +238,7 @@ export function KeysPanel(props: { client: AdminClient; accountId: string }) {
         <label>
           environment
           <Choice
+            name="environment-filter"
             value={environmentFilter}
             options={['all', 'live', 'test']}
             onChange={(value) => setEnvironmentFilter(value)}
@@ -236,73 +249,75 @@ export function KeysPanel(props: { client: AdminClient; accountId: string }) {
         </button>
       </div>
       <ErrorNote message={error} />
-      <table data-testid="keys">
-        <thead>
-          <tr>
-            {columns.map(({ column, label }) => (
-              <th
-                key={column}
-                aria-sort={sort.column === column ? (sort.descending ? 'descending' : 'ascending') : 'none'}
-              >
-                <button
-                  type="button"
-                  class="sort"
-                  onClick={() => setSort({ column, descending: sort.column === column ? !sort.descending : false })}
+      <TableScroll label="keys">
+        <table data-testid="keys">
+          <thead>
+            <tr>
+              {columns.map(({ column, label }) => (
+                <th
+                  key={column}
+                  aria-sort={sort.column === column ? (sort.descending ? 'descending' : 'ascending') : 'none'}
                 >
-                  {label}
-                  {sort.column === column ? (sort.descending ? ' ▼' : ' ▲') : ''}
-                </button>
-              </th>
-            ))}
-            <th>prefix</th>
-            <th>residency</th>
-            <th>privacy</th>
-            <th>models</th>
-            <th>addresses</th>
-            <th />
-          </tr>
-        </thead>
-        <tbody>
-          {visible.map((key) => (
-            <tr key={key.id} data-key-id={key.id} class={key.status}>
-              <td>{key.name}</td>
-              <td>{key.environment}</td>
-              <td class={`status ${key.status}`} data-testid="key-status">
-                {key.status}
-                {key.revoked_at ? <Timestamp iso={key.revoked_at} /> : null}
-              </td>
-              <td>
-                <Timestamp iso={key.expires_at} none="never" />
-              </td>
-              <td>
-                <Timestamp iso={key.created_at} />
-              </td>
-              <td data-testid="last-used">
-                <Timestamp iso={key.last_used_at} />
-              </td>
-              <td>
-                <code>{key.display_prefix}…</code>
-              </td>
-              <td>{key.residency}</td>
-              <td>{key.privacy_mode}</td>
-              <td>{key.allowed_models?.join(', ') ?? <span class="muted">all</span>}</td>
-              <td>{key.allowed_ips?.join(', ') ?? <span class="muted">any</span>}</td>
-              <td class="actions">
-                {key.status === 'active' ? (
-                  <button type="button" onClick={() => void rotate(key)}>
-                    Rotate
+                  <button
+                    type="button"
+                    class="sort"
+                    onClick={() => setSort({ column, descending: sort.column === column ? !sort.descending : false })}
+                  >
+                    {label}
+                    {sort.column === column ? (sort.descending ? ' ▼' : ' ▲') : ''}
                   </button>
-                ) : null}
-                {key.status === 'revoked' ? null : (
-                  <button type="button" class="danger" onClick={() => askRevoke(key)}>
-                    Revoke
-                  </button>
-                )}
-              </td>
+                </th>
+              ))}
+              <th>prefix</th>
+              <th>residency</th>
+              <th>privacy</th>
+              <th>models</th>
+              <th>addresses</th>
+              <th />
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {visible.map((key) => (
+              <tr key={key.id} data-key-id={key.id} class={key.status}>
+                <td>{key.name}</td>
+                <td>{key.environment}</td>
+                <td class={`status ${key.status}`} data-testid="key-status">
+                  {key.status}
+                  {key.revoked_at ? <Timestamp iso={key.revoked_at} /> : null}
+                </td>
+                <td>
+                  <Timestamp iso={key.expires_at} none="never" />
+                </td>
+                <td>
+                  <Timestamp iso={key.created_at} />
+                </td>
+                <td data-testid="last-used">
+                  <Timestamp iso={key.last_used_at} />
+                </td>
+                <td>
+                  <code>{key.display_prefix}…</code>
+                </td>
+                <td>{key.residency}</td>
+                <td>{key.privacy_mode}</td>
+                <td>{key.allowed_models?.join(', ') ?? <span class="muted">all</span>}</td>
+                <td>{key.allowed_ips?.join(', ') ?? <span class="muted">any</span>}</td>
+                <td class="actions">
+                  {key.status === 'active' ? (
+                    <button type="button" onClick={() => void rotate(key)}>
+                      Rotate
+                    </button>
+                  ) : null}
+                  {key.status === 'revoked' ? null : (
+                    <button type="button" class="danger" onClick={() => askRevoke(key)}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
       {visible.length === 0 ? <p class="muted">No keys match.</p> : null}
       <CreateKeyForm
         client={client}

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
@@ -18,14 +18,43 @@ export function relativeTime(iso: string, now = Date.now()): string {
   return relative.format(Math.round(seconds / size), unit);
 }
 
-/** A time shown both ways: relative for reading, exact (UTC) for checking. */
+const localParts = new Intl.DateTimeFormat('en-GB', {
+  year: 'numeric',
+  month: '2-digit',
+  day: '2-digit',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+  timeZoneName: 'shortOffset',
+});
+
+/** "2026-11-24 17:16:08 GMT+5:30": the instant in the viewer's time zone, which it names. */
+export function localTime(iso: string): string {
+  const part = Object.fromEntries(
+    localParts.formatToParts(new Date(iso)).map(({ type, value }) => [type, value] as const),
+  );
+  return `${part.year}-${part.month}-${part.day} ${part.hour}:${part.minute}:${part.second} ${part.timeZoneName}`;
+}
+
+/** "2026-11-24 11:46:08 UTC". */
+export const utcTime = (iso: string) =>
+  new Date(iso)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
+
+/**
+ * A time shown both ways: relative for reading, exact in the viewer's zone for checking, and in UTC on hover
+ * (the zone the API, the logs and the billing periods use).
+ */
 export function Timestamp({ iso, none = 'never' }: { iso: string | null; none?: string }) {
   if (iso === null) return <span class="muted">{none}</span>;
   return (
-    <span class="timestamp">
+    <span class="timestamp" title={utcTime(iso)}>
       <span>{relativeTime(iso)}</span>
       <time dateTime={iso} class="exact">
-        {iso.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}
+        {localTime(iso)}
       </time>
     </span>
   );
@@ -40,6 +69,27 @@ export function ErrorNote({ message }: { message: string | undefined }) {
       {message}
     </p>
   ) : null;
+}
+
+/** The admin API's refusal of one field, shown beside that field (inside its label). */
+export function FieldError(props: { error: { field: string; message: string } | undefined; field: string }) {
+  return props.error?.field === props.field ? (
+    <span class="field-error" data-field-error={props.field} role="alert">
+      {props.error.message}
+    </span>
+  ) : null;
+}
+
+/**
+ * A wide table scrolls sideways inside the page on a narrow screen; the region takes the focus so that a
+ * keyboard can scroll it too.
+ */
+export function TableScroll(props: { label: string; children: ComponentChildren }) {
+  return (
+    <div class="table-scroll" role="region" aria-label={props.label} tabIndex={0}>
+      {props.children}
+    </div>
+  );
 }
 
 /** A secret shown once, at its creation: copied or lost. */
@@ -81,6 +131,9 @@ export interface Confirmation {
 export function ConfirmDialog(props: { confirmation: Confirmation; onClose: () => void }) {
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  const cancel = useRef<HTMLButtonElement>(null);
+  // The keyboard lands in the dialog on the harmless choice, and Escape leaves it.
+  useEffect(() => cancel.current?.focus(), []);
   const confirm = () => {
     setBusy(true);
     props.confirmation.run().then(props.onClose, (failure: Error) => {
@@ -90,14 +143,23 @@ export function ConfirmDialog(props: { confirmation: Confirmation; onClose: () =
   };
   return (
     <div class="overlay">
-      <div class="dialog" role="dialog" aria-modal="true" data-testid="confirm">
+      <div
+        class="dialog"
+        role="dialog"
+        aria-modal="true"
+        aria-label={props.confirmation.action}
+        data-testid="confirm"
+        onKeyDown={(event) => {
+          if (event.key === 'Escape' && !busy) props.onClose();
+        }}
+      >
         <p>{props.confirmation.message}</p>
         <ErrorNote message={error} />
         <div class="actions">
           <button type="button" class="danger" disabled={busy} onClick={confirm}>
             {props.confirmation.action}
           </button>
-          <button type="button" class="secondary" disabled={busy} onClick={props.onClose}>
+          <button type="button" class="secondary" disabled={busy} onClick={props.onClose} ref={cancel}>
             Cancel
           </button>
         </div>

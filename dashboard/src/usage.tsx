@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import type { AccountUsage, AdminClient, Environment } from './api';
-import { ErrorNote, formatGbp, formatTokens } from './ui';
+import { ErrorNote, TableScroll, formatGbp, formatTokens } from './ui';
 
 const daySeconds = 24 * 3600;
 
@@ -23,7 +23,7 @@ function DailyChart({ usage }: { usage: AccountUsage }) {
     const element = container.current!;
     const chart = new uPlot(
       {
-        width: Math.max(320, element.clientWidth),
+        width: Math.max(280, element.clientWidth),
         height: 240,
         tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
         scales: { x: { time: true }, y: { range: (_chart, _min, max) => [0, Math.max(10, max * 1.1)] } },
@@ -43,7 +43,13 @@ function DailyChart({ usage }: { usage: AccountUsage }) {
       dailySeries(usage),
       element,
     );
-    return () => chart.destroy();
+    // uPlot draws at a fixed size: follow the container when the window is resized (a phone turned, say).
+    const resized = new ResizeObserver(() => chart.setSize({ width: Math.max(280, element.clientWidth), height: 240 }));
+    resized.observe(element);
+    return () => {
+      resized.disconnect();
+      chart.destroy();
+    };
   }, [usage]);
   // The canvas says nothing to a screen reader: the label carries the numbers it draws.
   const total = usage.daily.reduce((sum, day) => sum + day.billable_tokens, 0);
@@ -122,26 +128,28 @@ export function UsagePanel(props: { client: AdminClient; accountId: string }) {
           <h3>Tokens per day</h3>
           <DailyChart usage={usage} />
           <h3>By model</h3>
-          <table data-testid="by-model">
-            <thead>
-              <tr>
-                <th>model</th>
-                <th>requests</th>
-                <th>billable tokens</th>
-                <th>cost (GBP)</th>
-              </tr>
-            </thead>
-            <tbody>
-              {usage.by_model.map((line) => (
-                <tr key={line.model}>
-                  <td>{line.model}</td>
-                  <td>{formatTokens(line.requests)}</td>
-                  <td>{formatTokens(line.billable_tokens)}</td>
-                  <td>{formatGbp(line.cost_gbp)}</td>
+          <TableScroll label="usage by model">
+            <table data-testid="by-model">
+              <thead>
+                <tr>
+                  <th>model</th>
+                  <th>requests</th>
+                  <th>billable tokens</th>
+                  <th>cost (GBP)</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {usage.by_model.map((line) => (
+                  <tr key={line.model}>
+                    <td>{line.model}</td>
+                    <td>{formatTokens(line.requests)}</td>
+                    <td>{formatTokens(line.billable_tokens)}</td>
+                    <td>{formatGbp(line.cost_gbp)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
           {usage.by_model.length === 0 ? <p class="muted">No use this month.</p> : null}
         </>
       ) : null}
