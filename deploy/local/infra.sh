@@ -491,7 +491,7 @@ EOF
 }
 
 # The tests issue throw-away certificates with openssl for mutual TLS between the services, and drive
-# the dashboard in Debian's headless Chromium (npm's puppeteer-core downloads no browser).
+# the dashboard in Debian's headless Chromium (npm's playwright-core downloads no browser).
 cmd_tools() {
   command -v openssl >/dev/null || apt_install openssl
   [[ -x /usr/bin/chromium ]] || apt_install chromium
