@@ -31,13 +31,17 @@ export function transformBody(mode: PrivacyMode, bodyJson: Uint8Array): PrivacyO
   const slots = callerTexts(body);
   const texts = slots.map((slot) => slot.text);
   if (mode === 'flag') return unchangedBody(countByType(texts));
+  // A mode that found nothing forwards the body as it came: byte for byte, and without serialising
+  // again a body that may be tens of megabytes of images and documents.
   if (mode === 'redact') {
     const redacted = redact(texts);
+    if (Object.keys(redacted.counts).length === 0) return unchangedBody();
     redacted.texts.forEach((replacement, index) => slots[index]!.replace(replacement));
     return { ...unchangedBody(), body: Buffer.from(JSON.stringify(body)) };
   }
   const nonce = createNonce();
   const tokenised = tokenise(texts, nonce);
+  if (Object.keys(tokenised.map).length === 0) return unchangedBody();
   tokenised.texts.forEach((replacement, index) => slots[index]!.replace(replacement));
   return { body: Buffer.from(JSON.stringify(body)), flags: {}, placeholders: { ...tokenised.map }, nonce };
 }

@@ -85,7 +85,8 @@ describe('PrivacyPool', () => {
     const pool = await startPool({ script: builtThread });
     const result = await pool.run('acct_a', 'redact', new Uint8Array(Buffer.from('{"messages": [')), never);
     expect(result).toEqual({ ok: false, error: expect.objectContaining({ type: 'api_error' }) });
-    expect(await pool.run('acct_a', 'redact', bytes({ messages: [] }), never)).toEqual({
+    const personal = { messages: [{ role: 'user', content: 'mail alice.smith@example.com' }] };
+    expect(await pool.run('acct_a', 'redact', bytes(personal), never)).toEqual({
       ok: true,
       value: expect.objectContaining({ body: expect.any(Uint8Array) }),
     });

@@ -49,3 +49,38 @@ describe('privacyStep', () => {
     });
   });
 });
+
+describe('transformBody', () => {
+  const bytes = (value: unknown) => new Uint8Array(Buffer.from(JSON.stringify(value)));
+
+  it('forwards the body as it came when redact or tokenise finds nothing', () => {
+    const body = bytes({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA/+442079460958/AAAA' } },
+            { type: 'text', text: 'What is in the picture?' },
+          ],
+        },
+      ],
+    });
+    for (const mode of ['redact', 'tokenise'] as const) {
+      expect(transformBody(mode, body)).toEqual({ flags: {}, placeholders: {}, nonce: '' });
+    }
+  });
+
+  it('forwards a new body when it finds something, the image data unchanged', () => {
+    const image = {
+      type: 'image',
+      source: { type: 'base64', media_type: 'image/png', data: 'AAAA/+442079460958/AAAA' },
+    };
+    const body = bytes({
+      messages: [{ role: 'user', content: [image, { type: 'text', text: 'Call +442079460958' }] }],
+    });
+    const outcome = transformBody('redact', body);
+    expect(JSON.parse(Buffer.from(outcome.body!).toString())).toEqual({
+      messages: [{ role: 'user', content: [image, { type: 'text', text: 'Call [PHONE_1]' }] }],
+    });
+  });
+});
