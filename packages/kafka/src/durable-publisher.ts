@@ -1,11 +1,16 @@
-import { mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { eventsv1, fromBinary, toBinary } from '@gw/proto';
 import type { KafkaLog } from './client';
 import {
+  decodeDeliveredPosition,
+  deliveredPositionBytes,
+  encodeDeliveredPosition,
   encodeRecord,
   readRecords,
+  recordsBefore,
   recordHeaderBytes,
   scanSegment,
   segmentFileName,
@@ -13,6 +18,9 @@ import {
   segmentMagic,
   segmentSequence,
 } from './spool-format';
+import type { DeliveredPosition } from './spool-format';
+import { SpoolLock, SpoolLockedError } from './spool-lock';
+import type { SpoolLockOptions } from './spool-lock';
 import type { UsageEvent, UsageEventPublisher } from './usage-producer';
 
 /** send() refused an event: the spool holds as many bytes as it may. */
@@ -24,18 +32,6 @@ export class SpoolFullError extends Error {
     readonly maxBytes: number,
   ) {
     super(`the usage spool is full: ${pendingBytes} of ${maxBytes} bytes wait for Kafka`);
-  }
-}
-
-/** Another live process (or another publisher in this one) owns the spool directory. */
-export class SpoolLockedError extends Error {
-  override name = 'SpoolLockedError';
-
-  constructor(
-    readonly dir: string,
-    readonly ownerPid: number,
-  ) {
-    super(`the usage spool ${dir} is in use by process ${ownerPid}`);
   }
 }
 
@@ -67,8 +63,17 @@ export interface DurableUsagePublisherOptions {
   retryInitialMs?: number;
   /** Longest pause between delivery attempts. 30 s. */
   retryMaxMs?: number;
-  /** How long disconnect() waits for a delivery in flight, and then for the sink to close. 5 s. */
+  /**
+   * How long disconnect() waits for a delivery in flight and the sink's close, together; not at all
+   * while deliveries fail (Kafka away). 5 s.
+   */
   stopTimeoutMs?: number;
+  /** After a failed write, how often the spool tries again to write (a new segment). 1 s. */
+  writeProbeMs?: number;
+  /** The directory lock's heartbeat and staleness (SpoolLock). */
+  lock?: Pick<SpoolLockOptions, 'heartbeatMs' | 'staleMs'>;
+  /** The directory lock was taken by another process: this one must stop (its events are refused meanwhile). */
+  onLockLost?: (reason: string) => void;
   log?: KafkaLog;
 }
 
@@ -92,19 +97,11 @@ interface QueuedRecord {
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
 
-const lockFileName = 'LOCK';
+/** Where the drainer has delivered to (DeliveredPosition), so that a restart does not send it again. */
+const deliveredFileName = 'DELIVERED';
 
-/** Spool directories locked by publishers of this process (the pid in the lock file cannot tell them apart). */
+/** Spool directories locked by publishers of this process (the lock file names the process, not the publisher). */
 const lockedHere = new Set<string>();
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
@@ -133,11 +130,15 @@ function settled(): boolean {
  * local spool and synced to disk (in small groups) before send() resolves, and a background drainer
  * delivers the spool in order through the given sink (the Kafka producer), retrying with capped
  * backoff while Kafka is unavailable. A segment file is deleted once all its events have been
- * acknowledged. Segments left by an earlier run, cleanly stopped or not, are delivered first; an
- * event may then be delivered twice, which consumers absorb by event id.
+ * acknowledged. Segments left by an earlier run, cleanly stopped or not, are delivered first, from
+ * the delivered position the drainer keeps beside them; an event may still be delivered twice (the
+ * position is not synced to disk, and Kafka may have taken a batch whose acknowledgement was lost),
+ * which consumers absorb by event id.
  *
  * The spool is bounded: past maxBytes of undelivered events send() rejects with SpoolFullError, and
- * isFull() tells callers to stop taking work that would produce events.
+ * isFull() tells callers to stop taking work that would produce events. So does acceptsEvents(),
+ * which also turns false while writes to the disk fail (until a probe write succeeds again) and once
+ * the directory lock is lost.
  */
 export class DurableUsagePublisher implements UsageEventPublisher {
   private readonly dir: string;
@@ -148,10 +149,17 @@ export class DurableUsagePublisher implements UsageEventPublisher {
   private readonly retryInitialMs: number;
   private readonly retryMaxMs: number;
   private readonly stopTimeoutMs: number;
+  private readonly writeProbeMs: number;
   private readonly log: KafkaLog;
 
   private state: State = 'new';
   private locked = false;
+  private spoolLock: SpoolLock | undefined;
+  private lockLost = false;
+  /** Set from a failed write until a write succeeds again. */
+  private writeFailure: unknown;
+  private writeProbe: NodeJS.Timeout | undefined;
+  private positionFile: FileHandle | undefined;
   /** Oldest first; the last one takes the appends unless it is sealed. */
   private readonly segments: Segment[] = [];
   private nextSequence = 1;
@@ -178,7 +186,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
 
   constructor(
     private readonly sink: UsageEventPublisher,
-    options: DurableUsagePublisherOptions,
+    private readonly options: DurableUsagePublisherOptions,
   ) {
     this.dir = resolve(options.dir);
     this.maxBytes = options.maxBytes ?? 256 * 1024 * 1024;
@@ -188,6 +196,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     this.retryInitialMs = options.retryInitialMs ?? 250;
     this.retryMaxMs = options.retryMaxMs ?? 30_000;
     this.stopTimeoutMs = options.stopTimeoutMs ?? 5_000;
+    this.writeProbeMs = options.writeProbeMs ?? 1_000;
     this.log = options.log ?? (() => undefined);
   }
 
@@ -238,6 +247,11 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     return this.pendingBytes + this.headroomBytes >= this.maxBytes;
   }
 
+  /** False while new work must not start: the spool is full, its disk refuses writes, or its lock is lost. */
+  acceptsEvents(): boolean {
+    return !this.isFull() && this.writeFailure === undefined && !this.lockLost;
+  }
+
   depth(): SpoolDepth {
     return { events: this.pendingEvents, bytes: this.pendingBytes };
   }
@@ -253,28 +267,41 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     }
     if (this.state !== 'open') return;
     this.state = 'closing';
+    clearTimeout(this.writeProbe);
 
     this.startFlush();
     while (this.flushing) await this.flushing;
 
+    // One budget for the delivery in flight and the producer's close together; none while Kafka is
+    // known to be away: what it has not acknowledged is on disk for the next start, and a stop must
+    // fit in the process's grace period whatever the state of Kafka.
+    const deadline = Date.now() + this.stopTimeoutMs;
+    const waitMs = () => (this.deliveryFailing ? 0 : Math.max(0, deadline - Date.now()));
     this.stopping = true;
     this.wakeDrainer?.();
-    const drainerStopped = await settlesWithin(this.draining, this.stopTimeoutMs);
+    const drainerStopped = await settlesWithin(this.draining, waitMs());
     if (!drainerStopped) {
       this.abandoned = true;
-      this.log('warn', 'usage spool: a delivery to Kafka did not finish in time; it is retried on the next start', {
+      this.log('warn', 'usage spool: a delivery to Kafka was not waited for; it is retried on the next start', {
         timeout_ms: this.stopTimeoutMs,
+        kafka_unavailable: this.deliveryFailing,
       });
     }
-    if (!(await settlesWithin(this.sink.disconnect(), this.stopTimeoutMs))) {
-      this.log('warn', 'usage spool: the Kafka producer did not close in time', { timeout_ms: this.stopTimeoutMs });
+    if (!(await settlesWithin(this.sink.disconnect(), waitMs()))) {
+      this.log('warn', 'usage spool: the Kafka producer was not waited for to close', {
+        timeout_ms: this.stopTimeoutMs,
+        kafka_unavailable: this.deliveryFailing,
+      });
     }
 
     await this.sealAppendFile();
     await this.closeReadFile();
+    await this.positionFile?.close().catch(() => undefined);
+    this.positionFile = undefined;
     if (drainerStopped && this.pendingEvents === 0) {
       // Everything was acknowledged: leave an empty directory.
       for (const segment of this.segments.splice(0)) await this.removeFile(segment.path);
+      await this.removeFile(join(this.dir, deliveredFileName));
     }
     this.log('info', 'usage spool closed', {
       pending_events: this.pendingEvents,
@@ -288,21 +315,23 @@ export class DurableUsagePublisher implements UsageEventPublisher {
   // ---- directory ----
 
   private async lock(): Promise<void> {
-    if (lockedHere.has(this.dir)) throw new SpoolLockedError(this.dir, process.pid);
-    const path = join(this.dir, lockFileName);
-    try {
-      await writeFile(path, `${process.pid}\n`, { flag: 'wx' });
-    } catch (error) {
-      if (errorCode(error) !== 'EEXIST') throw error;
-      const owner = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
-      // Our own pid in the file is a previous incarnation's (containers restart with the same pid).
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
-        throw new SpoolLockedError(this.dir, owner);
-      }
-      this.log('info', 'usage spool: taking over the lock of a stopped process', { dir: this.dir, owner_pid: owner });
-      await writeFile(path, `${process.pid}\n`);
+    if (lockedHere.has(this.dir)) {
+      throw new SpoolLockedError(this.dir, { pid: process.pid, host: hostname() }, 'another publisher of this process');
     }
     lockedHere.add(this.dir);
+    try {
+      this.spoolLock = await SpoolLock.acquire(this.dir, {
+        ...this.options.lock,
+        log: this.log,
+        onLost: (reason) => {
+          this.lockLost = true;
+          this.options.onLockLost?.(reason);
+        },
+      });
+    } catch (error) {
+      lockedHere.delete(this.dir);
+      throw error;
+    }
     this.locked = true;
   }
 
@@ -310,7 +339,32 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     if (!this.locked) return;
     this.locked = false;
     lockedHere.delete(this.dir);
-    await this.removeFile(join(this.dir, lockFileName));
+    await this.spoolLock?.release();
+  }
+
+  /** The delivered position an earlier run left, if it is readable. */
+  private async readDeliveredPosition(): Promise<DeliveredPosition | undefined> {
+    const file = await open(join(this.dir, deliveredFileName), 'r').catch(() => undefined);
+    if (!file) return undefined;
+    try {
+      const bytes = Buffer.alloc(deliveredPositionBytes);
+      await file.read(bytes, 0, deliveredPositionBytes, 0);
+      return decodeDeliveredPosition(bytes);
+    } finally {
+      await file.close();
+    }
+  }
+
+  /**
+   * Records how far the drainer delivered. Not synced: after a machine crash an older position
+   * only means events sent again, which consumers drop by event id.
+   */
+  private async saveDeliveredPosition(position: DeliveredPosition): Promise<void> {
+    const path = join(this.dir, deliveredFileName);
+    // Overwritten in place at offset 0; created on first use.
+    const file = (this.positionFile ??= await open(path, 'r+').catch(() => open(path, 'w+')));
+    const bytes = encodeDeliveredPosition(position);
+    await file.write(bytes, 0, bytes.length, 0);
   }
 
   /** Reads the segments an earlier run left, oldest first; they are delivered before anything new. */
@@ -321,9 +375,16 @@ export class DurableUsagePublisher implements UsageEventPublisher {
       if (sequence !== undefined) found.push({ sequence, name });
     }
     found.sort((a, b) => a.sequence - b.sequence);
+    const delivered = await this.readDeliveredPosition();
+    let skippedEvents = 0;
     for (const { sequence, name } of found) {
       this.nextSequence = Math.max(this.nextSequence, sequence + 1);
       const path = join(this.dir, name);
+      if (delivered && sequence < delivered.sequence) {
+        // Delivered whole; the run that delivered it stopped before deleting it.
+        await this.removeFile(path);
+        continue;
+      }
       const file = await open(path, 'r');
       const scan = await scanSegment(file).finally(() => file.close());
       if (!scan.validHeader) {
@@ -343,26 +404,34 @@ export class DurableUsagePublisher implements UsageEventPublisher {
           events: scan.events,
         });
       }
-      if (scan.events === 0) {
+      let events = scan.events;
+      let bytes = scan.recordBytes;
+      if (this.segments.length === 0 && delivered?.sequence === sequence && delivered.offset <= scan.validBytes) {
+        // The first segment left is the one the drainer was in: it resumes past what Kafka took.
+        const before = await open(path, 'r').then((file) =>
+          recordsBefore(file, delivered.offset).finally(() => file.close()),
+        );
+        if (before !== undefined) {
+          this.readOffset = delivered.offset;
+          events -= before;
+          bytes -= delivered.offset - segmentHeaderBytes;
+          skippedEvents = before;
+        }
+      }
+      if (events === 0) {
         await this.removeFile(path);
         continue;
       }
-      this.segments.push({
-        sequence,
-        path,
-        end: scan.validBytes,
-        sealed: true,
-        events: scan.events,
-        bytes: scan.recordBytes,
-      });
-      this.pendingEvents += scan.events;
-      this.pendingBytes += scan.recordBytes;
+      this.segments.push({ sequence, path, end: scan.validBytes, sealed: true, events, bytes });
+      this.pendingEvents += events;
+      this.pendingBytes += bytes;
     }
     if (this.segments.length > 0) {
       this.log('info', 'usage spool: delivering the events of an earlier run', {
         segments: this.segments.length,
         events: this.pendingEvents,
         bytes: this.pendingBytes,
+        already_delivered_events: skippedEvents,
       });
     }
   }
@@ -435,14 +504,58 @@ export class DurableUsagePublisher implements UsageEventPublisher {
         index = end;
         this.wakeDrainer?.();
       }
+      this.writesSucceed();
     } catch (error) {
       const failed = batch.slice(index);
       this.pendingEvents -= failed.length;
       this.pendingBytes -= failed.reduce((sum, queued) => sum + queued.record.length, 0);
-      this.log('error', 'usage spool: write failed, events refused', { err: error, events: failed.length });
+      this.log('error', 'usage spool: write failed, events refused; no new work until writes succeed again', {
+        err: error,
+        events: failed.length,
+      });
+      // Unavailable before the refused sends hear of it.
+      this.writeFailure = error;
       for (const queued of failed) queued.reject(error);
       // The segment may now end in part of a record: it takes no more.
       await this.sealAppendFile();
+      this.scheduleWriteProbe();
+    }
+  }
+
+  private writesSucceed(): void {
+    if (this.writeFailure === undefined) return;
+    this.writeFailure = undefined;
+    clearTimeout(this.writeProbe);
+    this.writeProbe = undefined;
+    this.log('info', 'usage spool: writes succeed again', {});
+  }
+
+  /**
+   * While writes fail, no new work brings events to write: a probe creates a new segment (a write
+   * and a sync, as an append does) every writeProbeMs until one succeeds.
+   */
+  private scheduleWriteProbe(): void {
+    if (this.writeProbe || this.state !== 'open') return;
+    this.writeProbe = setTimeout(() => {
+      this.writeProbe = undefined;
+      if (this.writeFailure === undefined || this.state !== 'open') return;
+      if (this.flushing) return this.scheduleWriteProbe(); // a write in progress answers as well
+      this.flushing = this.probeWrites().finally(() => {
+        this.flushing = undefined;
+        this.startFlush();
+      });
+    }, this.writeProbeMs);
+  }
+
+  private async probeWrites(): Promise<void> {
+    try {
+      await this.sealAppendFile();
+      await this.appendSegmentFor(0);
+      this.writesSucceed();
+    } catch (error) {
+      this.writeFailure = error;
+      this.log('debug', 'usage spool: writes still fail', { err: error });
+      this.scheduleWriteProbe();
     }
   }
 
@@ -465,6 +578,8 @@ export class DurableUsagePublisher implements UsageEventPublisher {
       await this.syncDirectory();
     } catch (error) {
       await file.close().catch(() => undefined);
+      // An empty file would be taken for a torn segment at the next start; leave nothing.
+      await this.removeFile(path).catch(() => undefined);
       throw error;
     }
     this.appendFile = file;
@@ -561,6 +676,11 @@ export class DurableUsagePublisher implements UsageEventPublisher {
       const end = read.records[records - 1]!.end;
       this.acknowledge(head, records, end - this.readOffset);
       this.readOffset = end;
+      await this.saveDeliveredPosition({ sequence: head.sequence, offset: end }).catch((error: unknown) =>
+        this.log('warn', 'usage spool: the delivered position was not saved (a restart sends these again)', {
+          err: error,
+        }),
+      );
     }
     return acknowledged === events.length;
   }

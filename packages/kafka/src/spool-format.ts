@@ -161,3 +161,43 @@ export async function scanSegment(file: FileHandle): Promise<SegmentScan> {
     skippedBytes: size - offset,
   };
 }
+
+/**
+ * The number of whole records from the segment's start up to offset `to`, or undefined when `to`
+ * is not the end of a record (then it cannot be a delivered position of this segment).
+ */
+export async function recordsBefore(file: FileHandle, to: number): Promise<number | undefined> {
+  let offset = segmentHeaderBytes;
+  let records = 0;
+  while (offset < to) {
+    const read = await readRecords(file, offset, to, Infinity);
+    if (read.records.length === 0) return undefined;
+    records += read.records.length;
+    offset = read.next;
+  }
+  return offset === to ? records : undefined;
+}
+
+/** Bytes of the delivered position file: segment sequence, offset, CRC-32 of the first 8 bytes (u32 LE each). */
+export const deliveredPositionBytes = 12;
+
+/** Where the drainer has delivered to: every record before `offset` of segment `sequence`, and all earlier segments. */
+export interface DeliveredPosition {
+  sequence: number;
+  offset: number;
+}
+
+export function encodeDeliveredPosition(position: DeliveredPosition): Buffer {
+  const bytes = Buffer.alloc(deliveredPositionBytes);
+  bytes.writeUInt32LE(position.sequence, 0);
+  bytes.writeUInt32LE(position.offset, 4);
+  bytes.writeUInt32LE(crc32(bytes.subarray(0, 8)), 8);
+  return bytes;
+}
+
+/** The position in the bytes, or undefined when they are not one (missing, torn or damaged: deliver again). */
+export function decodeDeliveredPosition(bytes: Buffer): DeliveredPosition | undefined {
+  if (bytes.length < deliveredPositionBytes) return undefined;
+  if (bytes.readUInt32LE(8) !== crc32(bytes.subarray(0, 8))) return undefined;
+  return { sequence: bytes.readUInt32LE(0), offset: bytes.readUInt32LE(4) };
+}

@@ -1,4 +1,5 @@
-import { appendFile, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { appendFile, mkdtemp, readdir, readlink, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { create, eventsv1, toBinary } from '@gw/proto';
@@ -66,6 +67,15 @@ async function eventually(check: () => void | Promise<void>, timeoutMs = 3_000):
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
+}
+
+/** The boot id and pid namespace of this process, as a lock file names them. */
+async function thisNamespace(): Promise<{ host: string; bootId: string; pidNamespace: string }> {
+  return {
+    host: 'test-host',
+    bootId: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(),
+    pidNamespace: await readlink('/proc/self/ns/pid'),
+  };
 }
 
 const segmentFiles = async (dir: string) => (await readdir(dir)).filter((name) => name.endsWith('.spool')).sort();
@@ -192,8 +202,9 @@ describe('DurableUsagePublisher', () => {
     const first = await publisher(down);
     await first.send(usageEvent('evt_1'));
     await first.disconnect();
-    // What a killed process leaves: its lock file, naming a process that no longer runs.
-    await writeFile(join(dir, 'LOCK'), '2147483646\n');
+    // What a killed process leaves: its lock file, naming a process of this machine and pid
+    // namespace that no longer runs (the kernel can tell at once).
+    await writeFile(join(dir, 'LOCK'), JSON.stringify({ ...(await thisNamespace()), pid: 2147483646, token: 'gone' }));
     const sink = new FakeSink();
     await publisher(sink);
     await eventually(() => expect(sink.delivered).toEqual(['evt_1']));
@@ -280,5 +291,102 @@ describe('DurableUsagePublisher', () => {
     const next = new FakeSink();
     await publisher(next);
     await eventually(() => expect(next.delivered).toEqual(['evt_1']));
+  });
+
+  it('sends after a restart only what Kafka had not acknowledged, not the delivered part of the open segment', async () => {
+    const sink = new FakeSink();
+    const first = await publisher(sink);
+    const delivered = ids('done', 20);
+    for (const id of delivered) await first.send(usageEvent(id));
+    await eventually(() => expect(sink.delivered).toEqual(delivered));
+    sink.mode = 'down';
+    const waiting = ids('wait', 5);
+    for (const id of waiting) await first.send(usageEvent(id));
+    await first.disconnect();
+    // One segment holds both: the delivered events and the ones Kafka never took.
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(1)]);
+
+    const next = new FakeSink();
+    const second = await publisher(next);
+    expect(second.depth().events).toBe(5);
+    await eventually(() => expect(next.delivered).toEqual(waiting));
+    expect(next.attempts).toBe(5);
+  });
+
+  it('refuses new work while the disk refuses writes, and takes it again once a write succeeds', async () => {
+    const sink = new FakeSink();
+    // Segments of one event each: every event needs a new segment file.
+    const segmentBytes = 8 + recordBytes(usageEvent('evt_1'));
+    const spool = await publisher(sink, { segmentBytes, writeProbeMs: 10 });
+    await spool.send(usageEvent('evt_1'));
+    expect(spool.acceptsEvents()).toBe(true);
+    // A real fault: the directory is gone (moved away), so no segment file can be created in it.
+    await rename(dir, `${dir}.away`);
+    await expect(spool.send(usageEvent('evt_2'))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(spool.acceptsEvents()).toBe(false);
+    expect(logs).toContainEqual(
+      expect.objectContaining({ level: 'error', message: expect.stringMatching(/write failed/) }),
+    );
+
+    await rename(`${dir}.away`, dir);
+    await eventually(() => expect(spool.acceptsEvents()).toBe(true));
+    await spool.send(usageEvent('evt_3'));
+    await eventually(() => expect(sink.delivered).toEqual(['evt_1', 'evt_3']));
+  });
+
+  it('refuses a lock whose holder in another pid namespace keeps its heartbeat, naming it', async () => {
+    const holder = {
+      host: 'pod-a',
+      bootId: 'another-boot',
+      pidNamespace: 'pid:[1]',
+      pid: 1,
+      startTicks: '5',
+      token: 't',
+    };
+    await writeFile(join(dir, 'LOCK'), JSON.stringify(holder));
+    const touching = setInterval(() => {
+      const now = new Date();
+      void utimes(join(dir, 'LOCK'), now, now).catch(() => undefined);
+    }, 10);
+    try {
+      const refused = publisher(new FakeSink(), { lock: { staleMs: 200 } });
+      await expect(refused).rejects.toBeInstanceOf(SpoolLockedError);
+      await expect(refused).rejects.toThrow(
+        /in use by process 1 on host pod-a \(on another machine, its heartbeat is fresh\)/,
+      );
+    } finally {
+      clearInterval(touching);
+    }
+  });
+
+  it('takes over a lock from another pid namespace once its heartbeat has stopped', async () => {
+    const holder = {
+      host: 'pod-a',
+      bootId: 'another-boot',
+      pidNamespace: 'pid:[1]',
+      pid: 1,
+      startTicks: '5',
+      token: 't',
+    };
+    await writeFile(join(dir, 'LOCK'), JSON.stringify(holder));
+    const sink = new FakeSink();
+    const spool = await publisher(sink, { lock: { staleMs: 100 } });
+    await spool.send(usageEvent('evt_1'));
+    await eventually(() => expect(sink.delivered).toEqual(['evt_1']));
+    expect(logs).toContainEqual(expect.objectContaining({ message: expect.stringMatching(/took over the lock/) }));
+  });
+
+  it('gives up new work when another process takes its lock', async () => {
+    const lost: string[] = [];
+    const spool = await publisher(new FakeSink(), {
+      lock: { heartbeatMs: 10 },
+      onLockLost: (reason) => lost.push(reason),
+    });
+    expect(spool.acceptsEvents()).toBe(true);
+    const other = { host: 'pod-b', bootId: 'b', pidNamespace: 'pid:[2]', pid: 1, startTicks: '7', token: 'other' };
+    await writeFile(join(dir, 'LOCK'), JSON.stringify(other));
+    await eventually(() => expect(lost).toHaveLength(1));
+    expect(lost[0]).toMatch(/names process 1 on pod-b/);
+    expect(spool.acceptsEvents()).toBe(false);
   });
 });

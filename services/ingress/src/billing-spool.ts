@@ -15,7 +15,17 @@ export function usageSpoolDir(config: Pick<IngressConfig, 'USAGE_SPOOL_DIR' | 'H
   return config.USAGE_SPOOL_DIR ?? join(tmpdir(), `gateway-usage-spool-${config.HTTP_PORT}`);
 }
 
-/** Usage events go to a local durable spool first, then to Kafka; `acknowledged` runs for each event Kafka took. */
+/**
+ * How long a stop waits for Kafka to take a delivery in flight and for the producer to close; not at
+ * all while Kafka is known to be away (the spool keeps the events for the next start).
+ */
+export const usageSpoolStopMs = 2_000;
+
+/**
+ * Usage events go to a local durable spool first, then to Kafka; `acknowledged` runs for each event
+ * Kafka took. Should another process take the spool's lock, this one stops (SIGTERM to itself, so
+ * that it shuts down as usual): two writers must never share a spool.
+ */
 export function createUsagePublisher(
   kafka: Kafka,
   config: IngressConfig,
@@ -32,6 +42,11 @@ export function createUsagePublisher(
   return new DurableUsagePublisher(counted, {
     dir: usageSpoolDir(config),
     maxBytes: config.USAGE_SPOOL_MAX_BYTES,
+    stopTimeoutMs: usageSpoolStopMs,
+    onLockLost: (reason) => {
+      log.fatal({ reason }, 'usage spool lock taken by another process: stopping');
+      process.kill(process.pid, 'SIGTERM');
+    },
     log: (level, message, fields) => log[level](fields, message),
   });
 }
@@ -56,14 +71,16 @@ export function logUsageNotRecorded(
 /** Depth of the spool, and whether it can take events, read at each scrape. */
 export function registerUsageSpoolMetrics(
   registry: Registry,
-  publisher: Pick<DurableUsagePublisher, 'depth' | 'isFull'>,
+  publisher: Pick<DurableUsagePublisher, 'depth' | 'acceptsEvents'>,
 ): void {
   new Gauge({
     name: 'gateway_billing_available',
-    help: '1 while the usage spool takes events; 0 while it is full and live requests are refused (503).',
+    help:
+      '1 while the usage spool takes events; 0 while it is full, its disk refuses writes or its lock is lost, ' +
+      'and live requests are refused (503).',
     registers: [registry],
     collect() {
-      this.set(publisher.isFull() ? 0 : 1);
+      this.set(publisher.acceptsEvents() ? 1 : 0);
     },
   });
   new Gauge({

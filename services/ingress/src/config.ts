@@ -77,7 +77,10 @@ const schema = z.object({
   COUNT_TOKENS_TIMEOUT_MS: env.positiveInt(60_000),
   /** Deadline of each call to auth, policy and quota. */
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
-  /** On SIGTERM, how long running requests may finish before their connections are cut. */
+  /**
+   * On SIGTERM, how long the whole stop may take, Kafka reachable or not: requests still running 3 s
+   * before its end are cut, which leaves the usage spool and the rest the time to close.
+   */
   SHUTDOWN_GRACE_MS: env.positiveInt(10_000),
   /** A streamed response with no upstream event for this long gets an SSE ping. */
   SSE_PING_INTERVAL_MS: env.positiveInt(15_000),

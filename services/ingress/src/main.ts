@@ -14,7 +14,12 @@ import {
   configReloadReporter,
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
-import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
+import {
+  createUsagePublisher,
+  logUsageNotRecorded,
+  registerUsageSpoolMetrics,
+  usageSpoolStopMs,
+} from './billing-spool';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
 import { BodyBudget } from './body';
 import { BodyChecks } from './body-checks';
@@ -75,8 +80,8 @@ void runOrExit(async () => {
   // Usage spool: events are kept on disk until Kafka has them; does not wait for Kafka.
   const publisher = createUsagePublisher(kafka, config, logger, edgeMetrics.usageAcknowledged);
   await publisher.connect();
-  /** True while the spool cannot take the events of new requests: live requests are refused (503). */
-  const usageSpoolFull = (): boolean => publisher.isFull();
+  /** True while the spool cannot take the events of new requests (full, disk failing): live requests are refused (503). */
+  const billingUnavailable = (): boolean => !publisher.acceptsEvents();
   registerUsageSpoolMetrics(metrics.registry, publisher);
   const requestLog = logger.child({ event: 'request' });
   const privacyEntities = new Counter({
@@ -166,7 +171,7 @@ void runOrExit(async () => {
         countPrivacyFlags: (counts) => {
           for (const [type, count] of Object.entries(counts)) privacyEntities.inc({ type }, count);
         },
-        billingUnavailable: usageSpoolFull,
+        billingUnavailable,
         bodyLimitFor: (plan) => planBodyLimits.get(plan) ?? config.BODY_LIMIT_BYTES,
         checkBody: (kind, raw, account) => bodyChecks.check(kind, raw, account),
         recordUsage: (event) => {
@@ -213,10 +218,15 @@ void runOrExit(async () => {
     stopping.abort();
     await new Promise((resolve) => adminServer.close(resolve));
     // Stop accepting; keep-alive connections close as soon as they are idle, and requests still running
-    // after the grace period are cut (their usage is recorded as cancelled).
+    // near the end of the grace period are cut (their usage is recorded as cancelled), leaving the
+    // spool's stop and a second for the rest within the grace period, whatever the state of Kafka.
     const closed = new Promise((resolve) => publicServer.close(resolve));
     const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 50);
-    const cutOff = setTimeout(() => publicServer.closeAllConnections(), config.SHUTDOWN_GRACE_MS);
+    const requestsMayRunMs = Math.max(
+      config.SHUTDOWN_GRACE_MS / 2,
+      config.SHUTDOWN_GRACE_MS - usageSpoolStopMs - 1_000,
+    );
+    const cutOff = setTimeout(() => publicServer.closeAllConnections(), requestsMayRunMs);
     await closed;
     clearInterval(idleSweep);
     clearTimeout(cutOff);

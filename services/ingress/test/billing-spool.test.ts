@@ -54,13 +54,13 @@ describe('registerUsageSpoolMetrics', () => {
     const metrics = await startMetricsServer('ingress', '127.0.0.1', 0);
     try {
       let depth = { events: 3, bytes: 210 };
-      let full = true;
-      registerUsageSpoolMetrics(metrics.registry, { depth: () => depth, isFull: () => full });
+      let accepts = false;
+      registerUsageSpoolMetrics(metrics.registry, { depth: () => depth, acceptsEvents: () => accepts });
       const fullText = await metrics.registry.metrics();
       expect(fullText).toMatch(/^gateway_usage_spool_events\{service="ingress"\} 3$/m);
       expect(fullText).toMatch(/^gateway_billing_available\{service="ingress"\} 0$/m);
       depth = { events: 0, bytes: 0 };
-      full = false;
+      accepts = true;
       const text = await metrics.registry.metrics();
       expect(text).toMatch(/^gateway_usage_spool_events\{service="ingress"\} 0$/m);
       expect(text).toMatch(/^gateway_usage_spool_bytes\{service="ingress"\} 0$/m);
