@@ -29,6 +29,12 @@ export interface BatchConsumerOptions {
   onCrash(error: Error): void;
   /** Most messages per processChunk call; the group heartbeat is sent between chunks. */
   chunkSize?: number;
+  /**
+   * How long the group coordinator waits for a silent member before it gives the member's partitions
+   * to the others: after a SIGKILL, the replacement resumes this long after the kill at the latest.
+   * 6 s, the broker's default minimum (group.min.session.timeout.ms). A chunk must be stored within it.
+   */
+  sessionTimeoutMs?: number;
 }
 
 export interface RunningConsumer {
@@ -43,7 +49,17 @@ export interface RunningConsumer {
  */
 export async function startBatchConsumer(kafka: Kafka, options: BatchConsumerOptions): Promise<RunningConsumer> {
   const chunkSize = options.chunkSize ?? 500;
-  const consumer = kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+  const sessionTimeout = options.sessionTimeoutMs ?? 6_000;
+  // kafkajs heartbeats between fetches only (no background thread): an idle fetch waits at most a
+  // sixth of the session, and the heartbeat goes every sixth, so that a live member never expires.
+  const beat = Math.max(500, Math.floor(sessionTimeout / 6));
+  const consumer = kafka.consumer({
+    groupId: options.groupId,
+    allowAutoTopicCreation: false,
+    sessionTimeout,
+    heartbeatInterval: beat,
+    maxWaitTimeInMs: beat,
+  });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     if (!payload.restart) options.onCrash(payload.error);
   });

@@ -17,6 +17,11 @@ const schema = z.object({
   KAFKA_BROKERS: env.list('127.0.0.1:9092'),
   USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),
   CONSUMER_GROUP: z.string().min(1).default('gateway-metering'),
+  /**
+   * How long after a consumer stops heartbeating (killed, frozen) the group moves its partitions to
+   * the others or to its replacement. The broker refuses values below its group.min.session.timeout.ms.
+   */
+  CONSUMER_SESSION_TIMEOUT_MS: env.positiveInt(6_000),
   /** The gateway YAML: model and overage prices, read once at start. */
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
 });

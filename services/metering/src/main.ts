@@ -42,9 +42,9 @@ void runOrExit(async () => {
   const consumer = await startBatchConsumer(kafka, {
     groupId: config.CONSUMER_GROUP,
     topic: config.USAGE_TOPIC,
+    sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
     processChunk: usageChunkHandler({
       pool,
-      consumerGroup: config.CONSUMER_GROUP,
       logger,
       metrics: meteringMetrics(metrics.registry),
       prices,
