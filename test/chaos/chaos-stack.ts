@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile, readlink, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { copyFile, mkdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
@@ -32,7 +32,7 @@ export const chaosInfraPorts: InfraPorts = { postgres: 23432, redis: 23379, kafk
 /** 13080, 13081, 55051-55055, 14464-14469, 14101-14102: none on fetch's bad-port list. */
 export const chaosPortBase = 23_000;
 
-export type InfraComponent = 'postgres' | 'kafka';
+export type InfraComponent = 'postgres' | 'kafka' | 'redis';
 export type ServiceName = 'metering' | 'ingress';
 
 export interface ChaosStack {
@@ -69,7 +69,7 @@ async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {
 /** The pid of an infrastructure process this state directory started, checked as infra.sh does (by cwd). */
 export async function infraPid(component: InfraComponent): Promise<number> {
   const pid = Number((await readFile(join(chaosState.run, `${component}.pid`), 'utf8')).split('\n')[0]);
-  const dir = component === 'postgres' ? join(chaosState.root, 'postgres', 'data') : join(chaosState.root, 'kafka');
+  const dir = component === 'postgres' ? join(chaosState.root, 'postgres', 'data') : join(chaosState.root, component);
   const cwd = await readlink(`/proc/${pid}/cwd`).catch(() => '');
   if (!Number.isInteger(pid) || pid <= 0 || cwd !== dir) {
     throw new Error(`${component}: no running process of the chaos stack (pid file says ${pid}, cwd ${cwd || 'none'})`);
@@ -78,9 +78,9 @@ export async function infraPid(component: InfraComponent): Promise<number> {
 }
 
 /**
- * Stops PostgreSQL or Kafka of the chaos stack by the pid infra.sh recorded. PostgreSQL gets SIGINT
- * (its "fast" shutdown: transactions in progress are aborted, clients disconnected); Kafka SIGTERM
- * (its controlled shutdown). SIGKILL after 60 s.
+ * Stops PostgreSQL, Kafka or Redis of the chaos stack by the pid infra.sh recorded. PostgreSQL gets
+ * SIGINT (its "fast" shutdown: transactions in progress are aborted, clients disconnected); Kafka and
+ * Redis SIGTERM (a controlled shutdown). SIGKILL after 60 s.
  */
 export async function stopInfraComponent(component: InfraComponent): Promise<void> {
   const pid = await infraPid(component);
@@ -164,6 +164,12 @@ async function stopLeftovers(): Promise<void> {
   await stopInfra(repoRoot, chaosState);
 }
 
+/**
+ * The stack's own copy of the gateway YAML, which a test may edit while the stack runs (the services
+ * reload it); tests that edit it put the original back.
+ */
+export const chaosGatewayConfig = join(chaosState.root, 'config', 'gateway.yaml');
+
 /** Where the global setup describes the stack it started, for the tests. */
 const harnessFile = join(chaosState.root, 'harness.json');
 
@@ -184,6 +190,8 @@ export async function startChaosStack(): Promise<ChaosStack> {
   const consumerGroup = `gateway-metering-chaos-${suffix}`;
   const kafka = createKafka({ brokers: infra.kafkaBrokers.split(','), clientId: 'chaos-setup', log: () => undefined });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);
+  await mkdir(dirname(chaosGatewayConfig), { recursive: true });
+  await copyFile(join(repoRoot, 'deploy/local/gateway.yaml'), chaosGatewayConfig);
   const ports = portsFromBase(chaosPortBase);
   const secrets = await ensureSecrets(chaosState);
   const options: StackOptions = {
@@ -192,7 +200,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
     ports,
     infra,
     secrets,
-    gatewayConfig: join(repoRoot, 'deploy/local/gateway.yaml'),
+    gatewayConfig: chaosGatewayConfig,
     usageTopic,
     consumerGroup,
   };
