@@ -9,6 +9,7 @@ import type { GatewayError, Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
 import { fromGrpcError } from './error-detail';
 import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
+import { injectTraceContext } from './tracing';
 import { channelCredentials, transportChannelOptions } from './transport';
 import type { CallOptions, ServiceClient } from './types';
 
@@ -83,6 +84,7 @@ function callMetadata(callOptions: CallOptions | undefined): Metadata {
   const metadata = new Metadata();
   const requestId = wellFormedRequestId(callOptions?.requestId);
   if (requestId !== undefined) metadata.set(requestIdMetadataKey, requestId);
+  injectTraceContext(metadata);
   return metadata;
 }
 

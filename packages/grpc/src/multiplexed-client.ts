@@ -4,6 +4,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { commonv1 } from '@gw/proto';
+import { activeTraceparent } from '@gw/telemetry';
 import { err, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { channelOptions, unaryDeadline } from './client';
@@ -98,6 +99,8 @@ class CallMultiplexer {
       request: toBinary(method.input, create(method.input, request as never)),
       requestId: wellFormedRequestId(callOptions?.requestId) ?? '',
       timeoutMs,
+      // The calling span's context, so that the service's span of this call joins its trace.
+      traceparent: activeTraceparent() ?? '',
     });
     return new Promise<Result<MessageShape<DescMessage>>>((resolve) => {
       const cancel = () => this.giveUp(callId, GrpcStatus.CANCELLED);

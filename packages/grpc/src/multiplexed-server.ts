@@ -3,10 +3,14 @@ import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, MessageShape } from '@bufbuild/protobuf';
 import { commonv1 } from '@gw/proto';
+import { context as traceContexts } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
+import { contextOfTraceparent } from '@gw/telemetry';
 import { errorCatalogue, gatewayError, internalErrorMessage } from '@gw/errors';
 import { errorDetailOf } from './error-detail';
 import { maxTimerMs } from './multiplexed';
 import { wellFormedRequestId } from './request-id';
+import { startServerSpan } from './tracing';
 // Types only: server.ts imports this module's values.
 import type { CallHooks } from './server';
 import type { CallContext, UnaryHandler } from './types';
@@ -24,6 +28,7 @@ export type ReportFinished = (
   context: CallContext,
   startedAt: bigint,
   code: number,
+  span?: Span,
 ) => void;
 
 /**
@@ -129,14 +134,18 @@ export function multiplexedCalls(
         call.timeoutMs > 0 ? setTimeout(() => controller.abort(), Math.min(call.timeoutMs, maxTimerMs)) : undefined;
       const context: CallContext = { signal: controller.signal, requestId: wellFormedRequestId(call.requestId) };
       const startedAt = process.hrtime.bigint();
-      void outcomeOf(target, request, context, hooks).then(({ outcome, code }) => {
-        clearTimeout(deadline);
-        running.delete(call.callId);
-        reportFinished(hooks, target.method, context, startedAt, code);
-        // A caller that cancelled or passed its deadline no longer waits for the reply.
-        reply(call.callId, controller.signal.aborted ? undefined : outcome);
-        endWhenIdle();
-      });
+      // Each call is a span of its own under the caller's, from the traceparent its frame carries.
+      const traced = startServerSpan(target.method, contextOfTraceparent(call.traceparent));
+      void traceContexts
+        .with(traced.context, () => outcomeOf(target, request, context, hooks))
+        .then(({ outcome, code }) => {
+          clearTimeout(deadline);
+          running.delete(call.callId);
+          reportFinished(hooks, target.method, context, startedAt, code, traced.span);
+          // A caller that cancelled or passed its deadline no longer waits for the reply.
+          reply(call.callId, controller.signal.aborted ? undefined : outcome);
+          endWhenIdle();
+        });
     };
 
     const stopAccepting = () => {

@@ -12,6 +12,8 @@ import type {
   UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
+import { context as traceContexts } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
 import { create } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
@@ -25,6 +27,8 @@ import { isMultiplexedStream } from './multiplexed';
 import { multiplexedCalls } from './multiplexed-server';
 import type { UnaryTarget } from './multiplexed-server';
 import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
+import { endServerSpan, startServerSpan, traceContextOf } from './tracing';
+import type { ServerCallTrace } from './tracing';
 import { serverCredentials } from './transport';
 import type { CallContext, ServerStreamHandler, ServiceHandlers, UnaryHandler } from './types';
 
@@ -59,7 +63,15 @@ const codeNames = Object.fromEntries(Object.entries(GrpcStatus).map(([name, code
   string
 >;
 
-function finish(hooks: CallHooks, method: DescMethod, context: CallContext, startedAt: bigint, code: number): void {
+function finish(
+  hooks: CallHooks,
+  method: DescMethod,
+  context: CallContext,
+  startedAt: bigint,
+  code: number,
+  span?: Span,
+): void {
+  endServerSpan(span, code);
   hooks.observe({
     service: method.parent.typeName,
     method: method.name,
@@ -78,11 +90,14 @@ interface CancellableCall {
 }
 
 /**
- * The handler's view of its call, and `settle()` for when the answer has gone: grpc-js reports every
- * finished call as `cancelled` too, and aborting then would cost an abort error (with its stack) per
- * call for nothing.
+ * The handler's view of its call, its server span (the caller's trace continued from the metadata), and
+ * `settle()` for when the answer has gone: grpc-js reports every finished call as `cancelled` too, and
+ * aborting then would cost an abort error (with its stack) per call for nothing.
  */
-function callContext(call: CancellableCall): { context: CallContext; settle(): void } {
+function callContext(
+  call: CancellableCall,
+  method: DescMethod,
+): { context: CallContext; traced: ServerCallTrace; settle(): void } {
   const controller = new AbortController();
   const cancel = () => controller.abort();
   call.on('cancelled', cancel);
@@ -91,65 +106,72 @@ function callContext(call: CancellableCall): { context: CallContext; settle(): v
     signal: controller.signal,
     requestId: wellFormedRequestId(call.metadata.get(requestIdMetadataKey)[0]),
   };
-  return { context, settle: () => call.removeListener('cancelled', cancel) };
+  const traced = startServerSpan(method, traceContextOf(call.metadata));
+  return { context, traced, settle: () => call.removeListener('cancelled', cancel) };
 }
 
 function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessage>, hooks: CallHooks) {
   return (call: ServerUnaryCall<MessageShape<DescMessage>, unknown>, callback: sendUnaryData<unknown>) => {
     const startedAt = process.hrtime.bigint();
-    const { context, settle } = callContext(call);
-    handler(call.request, context).then(
-      (result: Result<MessageInitShape<DescMessage>>) => {
-        settle();
-        if (result.ok) {
-          callback(null, create(method.output, result.value));
-          finish(hooks, method, context, startedAt, GrpcStatus.OK);
-        } else {
-          const failure = toGrpcStatus(result.error);
-          callback(failure);
-          finish(hooks, method, context, startedAt, failure.code!);
-        }
-      },
-      (error: unknown) => {
-        settle();
-        hooks.onFailure(error, method.name, context.requestId);
-        callback(internalFailure());
-        finish(hooks, method, context, startedAt, GrpcStatus.INTERNAL);
-      },
-    );
+    const { context, traced, settle } = callContext(call, method);
+    // The handler runs in its span's context: its own spans, calls and log lines join the trace.
+    traceContexts
+      .with(traced.context, () => handler(call.request, context))
+      .then(
+        (result: Result<MessageInitShape<DescMessage>>) => {
+          settle();
+          if (result.ok) {
+            callback(null, create(method.output, result.value));
+            finish(hooks, method, context, startedAt, GrpcStatus.OK, traced.span);
+          } else {
+            const failure = toGrpcStatus(result.error);
+            callback(failure);
+            finish(hooks, method, context, startedAt, failure.code!, traced.span);
+          }
+        },
+        (error: unknown) => {
+          settle();
+          hooks.onFailure(error, method.name, context.requestId);
+          callback(internalFailure());
+          finish(hooks, method, context, startedAt, GrpcStatus.INTERNAL, traced.span);
+        },
+      );
   };
 }
 
 function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessage, DescMessage>, hooks: CallHooks) {
-  return async (call: ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
+  return (call: ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
     const startedAt = process.hrtime.bigint();
-    const { context, settle } = callContext(call);
-    let code: number = GrpcStatus.OK;
-    try {
-      for await (const item of handler(call.request, context)) {
-        if (context.signal.aborted) break;
-        if (!item.ok) {
-          const failure = toGrpcStatus(item.error);
-          code = failure.code!;
-          call.emit('error', failure);
-          return;
+    const { context, traced, settle } = callContext(call, method);
+    // The whole stream runs in its span's context: every step of the handler joins the trace.
+    return traceContexts.with(traced.context, async () => {
+      let code: number = GrpcStatus.OK;
+      try {
+        for await (const item of handler(call.request, context)) {
+          if (context.signal.aborted) break;
+          if (!item.ok) {
+            const failure = toGrpcStatus(item.error);
+            code = failure.code!;
+            call.emit('error', failure);
+            return;
+          }
+          if (!call.write(create(method.output, item.value))) {
+            await Promise.race([once(call, 'drain'), once(context.signal, 'abort')]);
+          }
         }
-        if (!call.write(create(method.output, item.value))) {
-          await Promise.race([once(call, 'drain'), once(context.signal, 'abort')]);
+        if (context.signal.aborted) code = GrpcStatus.CANCELLED;
+        else {
+          settle();
+          call.end();
         }
+      } catch (error) {
+        hooks.onFailure(error, method.name, context.requestId);
+        code = GrpcStatus.INTERNAL;
+        if (!context.signal.aborted) call.emit('error', internalFailure());
+      } finally {
+        finish(hooks, method, context, startedAt, code, traced.span);
       }
-      if (context.signal.aborted) code = GrpcStatus.CANCELLED;
-      else {
-        settle();
-        call.end();
-      }
-    } catch (error) {
-      hooks.onFailure(error, method.name, context.requestId);
-      code = GrpcStatus.INTERNAL;
-      if (!context.signal.aborted) call.emit('error', internalFailure());
-    } finally {
-      finish(hooks, method, context, startedAt, code);
-    }
+    });
   };
 }
 

@@ -4,6 +4,8 @@ export interface ReceivedMessage {
   offset: string;
   key: Buffer | null;
   value: Buffer | null;
+  /** The W3C trace context of the span that produced the message (its traceparent header), if any. */
+  traceparent?: string;
 }
 
 /** Consecutive messages of one partition. */
@@ -80,7 +82,12 @@ export async function startBatchConsumer(kafka: Kafka, options: BatchConsumerOpt
           await options.processChunk({
             topic: batch.topic,
             partition: batch.partition,
-            messages: messages.map(({ offset, key, value }) => ({ offset, key, value })),
+            messages: messages.map(({ offset, key, value, headers }) => ({
+              offset,
+              key,
+              value,
+              traceparent: headers?.traceparent?.toString(),
+            })),
             nextOffset,
             highWatermark: batch.highWatermark,
           });

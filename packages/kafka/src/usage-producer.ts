@@ -68,6 +68,8 @@ export class UsageEventProducer implements UsageEventPublisher {
     const message: Message = {
       key: event.accountId,
       value: Buffer.from(toBinary(eventsv1.UsageEventSchema, event)),
+      // The producing span's context in the standard header, for the consumer's span to link to.
+      ...(event.traceparent !== '' && { headers: { traceparent: event.traceparent } }),
     };
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ message, resolve, reject });

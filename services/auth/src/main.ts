@@ -3,7 +3,14 @@ import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
 import { publishNotice, subscribeToNotices } from '@gw/revocations';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, configReloadReporter } from '@gw/telemetry';
+import {
+  createLogger,
+  onShutdown,
+  grpcServerMetrics,
+  startMetricsServer,
+  configReloadReporter,
+  startTracing,
+} from '@gw/telemetry';
 import { readAuthConfig } from './config';
 import { VerifiedKeyCache } from './key-cache';
 import { KeyFormat } from './key-format';
@@ -18,6 +25,7 @@ void runOrExit(async () => {
   /** The key service reads its lists at each call: a reload replaces them in this object. */
   const gatewayConfig = { ...loadedConfig.config };
   const logger = createLogger('auth', config.LOG_LEVEL);
+  const tracing = startTracing(config.tracing);
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const store = new AuthStore(pool);
   const publisher = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, connectTimeout: 2_000 });
@@ -78,6 +86,6 @@ void runOrExit(async () => {
     await lastUsed.stop();
     await subscription.close();
     publisher.disconnect();
-    await Promise.all([pool.end(), metrics.close()]);
+    await Promise.all([pool.end(), metrics.close(), tracing.shutdown()]);
   });
 });

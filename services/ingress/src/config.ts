@@ -105,5 +105,9 @@ export type IngressConfig = z.infer<typeof schema> & {
 };
 
 export function readIngressConfig(): IngressConfig {
-  return { ...readEnv(checkedSchema), grpcTransport: readGrpcTransport(), tracing: readTracingConfig(process.env, 'ingress') };
+  return {
+    ...readEnv(checkedSchema),
+    grpcTransport: readGrpcTransport(),
+    tracing: readTracingConfig(process.env, 'ingress'),
+  };
 }

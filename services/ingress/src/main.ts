@@ -12,6 +12,7 @@ import {
   startMetricsServer,
   startTracing,
   configReloadReporter,
+  startTracing,
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import {
@@ -31,6 +32,7 @@ import { InFlightRequests } from './in-flight';
 import { leaseReports } from './lease-reports';
 import { LeaseKeeper } from './leases';
 import { readIngressConfig } from './config';
+import { sendUsageTraced, traceSettledRequest } from './request-tracing';
 import { createAdminApp, createPublicApp } from './server';
 import { reverifyUntilAnswered } from './reverify';
 import { VerifiedKeys } from './verified-keys';
@@ -176,11 +178,14 @@ void runOrExit(async () => {
         checkBody: (kind, raw, account) => bodyChecks.check(kind, raw, account),
         recordUsage: (event) => {
           edgeMetrics.usageHanded();
-          return publisher
-            .send(create(eventsv1.UsageEventSchema, event))
-            .then(edgeMetrics.usageDurable, (error: unknown) => logUsageNotRecorded(logger, event, error));
+          return sendUsageTraced(event, config.USAGE_TOPIC, (traced) =>
+            publisher.send(create(eventsv1.UsageEventSchema, traced)),
+          ).then(edgeMetrics.usageDurable, (error: unknown) => logUsageNotRecorded(logger, event, error));
         },
-        reportSettled: edgeMetrics.settled,
+        reportSettled: (settled) => {
+          edgeMetrics.settled(settled);
+          traceSettledRequest(settled);
+        },
         logRequest: (fields) => requestLog.info(fields),
       },
       {

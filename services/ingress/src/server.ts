@@ -19,6 +19,7 @@ import { authenticate } from './pipeline/authenticate';
 import type { CallerRequest, GatewayDeps, ResponseSink } from './pipeline/types';
 import { handleGetModel, handleListModels } from './models';
 import { rateLimitHeaders } from './rate-limit';
+import { traceRequests } from './request-tracing';
 import { handleUsage, usageReportJson } from './usage-report';
 import { pingFrame, sseFrame } from './sse';
 
@@ -277,6 +278,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
     response.json({ status: 'ok' });
   });
   app.get('/readyz', readiness(options.ready));
+  app.use(traceRequests(options.trustedProxies));
   app.use(observeRequests(options.metrics));
   app.use(credentialsPrecheck(options));
 

@@ -1,5 +1,8 @@
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Link } from '@opentelemetry/api';
 import type { Pool } from '@gw/db';
 import type { MessageChunk } from '@gw/kafka';
+import { contextOfTraceparent, tracingActive } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
 import type { MeteringMetrics } from './metrics';
 import type { PriceList } from './pricing';
@@ -14,13 +17,56 @@ export interface UsageConsumerDeps {
   prices: PriceList;
 }
 
+const tracer = trace.getTracer('@gw/metering');
+
+/** Links to the spans that produced a chunk's messages: the requests whose usage the chunk stores. */
+function producerLinks(chunk: MessageChunk): Link[] {
+  const links: Link[] = [];
+  for (const message of chunk.messages) {
+    const spanContext = trace.getSpanContext(contextOfTraceparent(message.traceparent));
+    if (spanContext !== undefined) links.push({ context: spanContext });
+  }
+  return links;
+}
+
+/**
+ * Handles one chunk in a span of its own (a consumer span linked to every producing span: a chunk
+ * serves many requests, so it is no request's child), then stores it (`storeUsageChunk`).
+ */
+export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
+  const store = storeUsageChunk(deps);
+  return async (chunk) => {
+    if (!tracingActive()) return store(chunk);
+    const span = tracer.startSpan('gateway.usage.v1 process', {
+      kind: SpanKind.CONSUMER,
+      links: producerLinks(chunk),
+      attributes: {
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': chunk.topic,
+        'messaging.destination.partition.id': String(chunk.partition),
+        'messaging.batch.message_count': chunk.messages.length,
+      },
+    });
+    try {
+      // Active while the chunk is stored: its log lines carry the span's ids.
+      await context.with(trace.setSpan(context.active(), span), () => store(chunk));
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      span.end();
+    }
+  };
+}
+
 /**
  * Handles one chunk of the usage topic: decodes each message, stores the chunk in one transaction.
  * A message that is not a storable UsageEvent is logged (ids only) and skipped, so it can never
  * block its partition; a failure to store throws, and the chunk is delivered again. An event the
  * configuration cannot price (unknown model or plan) is stored at cost 0, never dropped, and logged.
  */
-export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
+function storeUsageChunk(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
   return async (chunk) => {
     const stopTimer = deps.metrics.batchSeconds.startTimer();
     const rows: UsageRow[] = [];

@@ -2,7 +2,14 @@ import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
 import { createKafka, startBatchConsumer } from '@gw/kafka';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, configReloadReporter } from '@gw/telemetry';
+import {
+  createLogger,
+  onShutdown,
+  grpcServerMetrics,
+  startMetricsServer,
+  configReloadReporter,
+  startTracing,
+} from '@gw/telemetry';
 import { readMeteringConfig } from './config';
 import { usageChunkHandler } from './consumer';
 import { meteringMetrics } from './metrics';
@@ -15,6 +22,7 @@ void runOrExit(async () => {
   const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const prices = priceList(loadedConfig.config);
   const logger = createLogger('metering', config.LOG_LEVEL);
+  const tracing = startTracing(config.tracing);
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const metrics = await startMetricsServer('metering', config.METRICS_HOST, config.METRICS_PORT);
   // The consumer reads the price tables at each event: a reload replaces them.
@@ -63,6 +71,6 @@ void runOrExit(async () => {
     grpc.setServing(false);
     await consumer.stop();
     await grpc.shutdown(5_000);
-    await Promise.all([pool.end(), metrics.close()]);
+    await Promise.all([pool.end(), metrics.close(), tracing.shutdown()]);
   });
 });

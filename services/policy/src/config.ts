@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { env, readEnv, readGrpcTransport } from '@gw/config';
 import type { GrpcTransport } from '@gw/config';
+import { readTracingConfig } from '@gw/telemetry';
+import type { TracingConfig } from '@gw/telemetry';
 
 const schema = z
   .object({
@@ -33,8 +35,10 @@ const schema = z
 export type PolicyConfig = z.infer<typeof schema> & {
   /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
   grpcTransport: GrpcTransport;
+  /** Tracing from the standard OTEL_* variables; off unless an OTLP endpoint is set. */
+  tracing: TracingConfig;
 };
 
 export function readPolicyConfig(): PolicyConfig {
-  return { ...readEnv(schema), grpcTransport: readGrpcTransport() };
+  return { ...readEnv(schema), grpcTransport: readGrpcTransport(), tracing: readTracingConfig(process.env, 'policy') };
 }

@@ -1,7 +1,14 @@
 import { join } from 'node:path';
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { startGrpcServer } from '@gw/grpc';
-import { createLogger, onShutdown, grpcServerMetrics, startMetricsServer, configReloadReporter } from '@gw/telemetry';
+import {
+  createLogger,
+  onShutdown,
+  grpcServerMetrics,
+  startMetricsServer,
+  configReloadReporter,
+  startTracing,
+} from '@gw/telemetry';
 import { Catalogue } from '@gw/catalogue';
 import { readPolicyConfig } from './config';
 import { CurrentValue } from './current-value';
@@ -14,6 +21,7 @@ void runOrExit(async () => {
   const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const catalogues = new CurrentValue(Catalogue.fromConfig(loadedConfig.config));
   const logger = createLogger('policy', config.LOG_LEVEL);
+  const tracing = startTracing(config.tracing);
   const privacyPool = await PrivacyPool.start({
     threads: config.PRIVACY_WORKERS,
     queuedPerAccount: config.PRIVACY_QUEUE_PER_ACCOUNT,
@@ -52,6 +60,6 @@ void runOrExit(async () => {
     await stopped;
     // Only now: calls still running in the grace period need the threads.
     await privacyPool.close();
-    await metrics.close();
+    await Promise.all([metrics.close(), tracing.shutdown()]);
   });
 });

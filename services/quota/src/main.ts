@@ -2,7 +2,14 @@ import Redis, { Cluster } from 'ioredis';
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { createPool } from '@gw/db';
 import { startGrpcServer } from '@gw/grpc';
-import { createLogger, grpcServerMetrics, onShutdown, startMetricsServer, configReloadReporter } from '@gw/telemetry';
+import {
+  createLogger,
+  grpcServerMetrics,
+  onShutdown,
+  startMetricsServer,
+  configReloadReporter,
+  startTracing,
+} from '@gw/telemetry';
 import { readQuotaConfig } from './config';
 import { UsageLedger } from './ledger';
 import { Limits } from './limits';
@@ -13,6 +20,7 @@ void runOrExit(async () => {
   const config = readQuotaConfig();
   const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const logger = createLogger('quota', config.LOG_LEVEL);
+  const tracing = startTracing(config.tracing);
   // Fail fast while Redis is away rather than queueing decisions behind a reconnect.
   const options = { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 };
   const redis =
@@ -62,6 +70,6 @@ void runOrExit(async () => {
     configWatch.close();
     await grpc.shutdown(5_000);
     redis.disconnect();
-    await Promise.all([pool.end(), metrics.close()]);
+    await Promise.all([pool.end(), metrics.close(), tracing.shutdown()]);
   });
 });

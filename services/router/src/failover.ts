@@ -2,6 +2,7 @@ import { err, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import type { Logger } from '@gw/telemetry';
 import type { AdapterRegistry, UpstreamAdapter } from './adapters';
+import { tracedAttempt } from './attempt-span';
 import { createEndpointBalancer } from './balancer';
 import type { AttemptHealth, EndpointBalancer, EndpointLease } from './balancer';
 import type { CompletionRequest } from './completion';
@@ -176,7 +177,20 @@ export async function sendWithFailover<C extends PoolCall>(
   const balancer = deps.balancer ?? createEndpointBalancer(deps.pools);
 
   /** One attempt: the upstream's 200 of the expected kind, or why not. The lease is released unless answered. */
-  const attempt = async (
+  const attempt = (
+    pool: Pool,
+    adapter: UpstreamAdapter,
+    call: C,
+    target: EndpointTarget,
+    lease: EndpointLease,
+  ): Promise<Result<UpstreamResponse, AttemptFailure>> =>
+    tracedAttempt(
+      { operation: operation.name, model: request.model, pool, endpointUrl: target.endpointUrl },
+      () => attemptOnce(pool, adapter, call, target, lease),
+      (result) => (result.ok ? 'accepted' : outcomeLabel(result.error)),
+    );
+
+  const attemptOnce = async (
     pool: Pool,
     adapter: UpstreamAdapter,
     call: C,

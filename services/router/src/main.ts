@@ -9,6 +9,7 @@ import {
   startMetricsServer,
   startTracing,
   configReloadReporter,
+  startTracing,
 } from '@gw/telemetry';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
