@@ -1,4 +1,5 @@
 import type { Result } from '@gw/errors';
+import { annotateActiveSpan, boundedAttribute } from '@gw/telemetry';
 import type { CompletionRequest, CompletionStream, TokenUsage } from './completion';
 import { countTokensForTestKey, countTokensLive } from './count-tokens';
 import type { CountTokensRequest, TokenCount } from './count-tokens';
@@ -51,6 +52,15 @@ export function createRouter(deps: RouterDeps): Router {
         if (outcome === 'incomplete' && signal.aborted) outcome = 'cancelled';
         const durationMs = Math.round(performance.now() - began);
         metrics.completion({ environment: request.environment, poolId, outcome }, durationMs / 1000, usage);
+        // The call's span (the gRPC server span): what the completion came to, never its text.
+        annotateActiveSpan({
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.request.model': boundedAttribute(request.model),
+          'gen_ai.usage.input_tokens': usage?.inputTokens,
+          'gen_ai.usage.output_tokens': usage?.outputTokens,
+          'gateway.pool_id': poolId,
+          'gateway.outcome': outcome,
+        });
         logger.info(
           {
             request_id: request.requestId,

@@ -1,0 +1,207 @@
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
+import type { AttributeValue, Context, Span, TextMapGetter } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
+import type { Sampler } from '@opentelemetry/sdk-trace';
+
+/** The samplers of the OTEL_TRACES_SAMPLER variable this gateway supports (all of the specification's own). */
+const samplerNames = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+export type SamplerName = (typeof samplerNames)[number];
+
+export type TracingConfig =
+  | { enabled: false }
+  | {
+      enabled: true;
+      serviceName: string;
+      /** Where spans are posted: the traces endpoint itself (…/v1/traces). */
+      tracesUrl: string;
+      protocol: 'http/protobuf' | 'http/json';
+      sampler: SamplerName;
+      /** For the ratio samplers: the share of new traces sampled, 0 to 1. */
+      samplerRatio: number;
+      /** How long spans wait in the batch before an export (OTEL_BSP_SCHEDULE_DELAY). */
+      scheduleDelayMs: number;
+      /** Spans held for export at most; more are dropped, never blocking a request (OTEL_BSP_MAX_QUEUE_SIZE). */
+      maxQueueSize: number;
+    };
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const set = (value: string | undefined): string | undefined =>
+  value === undefined || value.trim() === '' ? undefined : value.trim();
+
+function positiveInteger(env: Env, name: string, fallback: number): number {
+  const text = set(env[name]);
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${text}"`);
+  return value;
+}
+
+/**
+ * Tracing as the standard OTEL_* variables configure it. Off (nothing started, the API's no-ops) when
+ * OTEL_SDK_DISABLED is true, OTEL_TRACES_EXPORTER is none, or no OTLP endpoint is set. The service name
+ * is OTEL_SERVICE_NAME, else the process's own name. Only the OTLP/HTTP protocols are carried (protobuf,
+ * the specification's default, and JSON); an unknown value stops the process rather than tracing nowhere.
+ */
+export function readTracingConfig(env: Env, defaultServiceName: string): TracingConfig {
+  if (set(env.OTEL_SDK_DISABLED)?.toLowerCase() === 'true') return { enabled: false };
+  if (set(env.OTEL_TRACES_EXPORTER)?.toLowerCase() === 'none') return { enabled: false };
+  const tracesEndpoint = set(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const endpoint = set(env.OTEL_EXPORTER_OTLP_ENDPOINT);
+  if (tracesEndpoint === undefined && endpoint === undefined) return { enabled: false };
+  const tracesUrl = tracesEndpoint ?? `${endpoint!.replace(/\/+$/, '')}/v1/traces`;
+  if (!/^https?:\/\//.test(tracesUrl)) throw new Error(`the OTLP endpoint must be an http(s) URL, got "${tracesUrl}"`);
+
+  const protocol =
+    set(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) ?? set(env.OTEL_EXPORTER_OTLP_PROTOCOL) ?? 'http/protobuf';
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got "${protocol}"`);
+  }
+  const sampler = (set(env.OTEL_TRACES_SAMPLER) ?? 'parentbased_always_on') as SamplerName;
+  if (!samplerNames.includes(sampler)) {
+    throw new Error(`OTEL_TRACES_SAMPLER must be one of ${samplerNames.join(', ')}, got "${sampler}"`);
+  }
+  const ratioText = set(env.OTEL_TRACES_SAMPLER_ARG);
+  const samplerRatio = ratioText === undefined ? 1 : Number(ratioText);
+  if (!(samplerRatio >= 0 && samplerRatio <= 1)) {
+    throw new Error(`OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${ratioText}"`);
+  }
+  return {
+    enabled: true,
+    serviceName: set(env.OTEL_SERVICE_NAME) ?? defaultServiceName,
+    tracesUrl,
+    protocol,
+    sampler,
+    samplerRatio,
+    scheduleDelayMs: positiveInteger(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000),
+    maxQueueSize: positiveInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048),
+  };
+}
+
+function samplerOf(name: SamplerName, ratio: number): Sampler {
+  switch (name) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return new TraceIdRatioBasedSampler(ratio);
+    case 'parentbased_always_on':
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+  }
+}
+
+export interface RunningTracing {
+  /** Exports what is still batched, then stops. */
+  shutdown(): Promise<void>;
+}
+
+let active = false;
+
+/**
+ * True once startTracing has started the SDK. While false every helper here returns at once, so that a
+ * process with tracing off does no tracing work at all: no spans, no context, no header parsing.
+ */
+export function tracingActive(): boolean {
+  return active;
+}
+
+/**
+ * Starts the trace SDK when the configuration says so: spans batched (never blocking a request, dropped
+ * past the queue's size) and posted over OTLP/HTTP; W3C trace context; the active span carried through
+ * async calls. Off: nothing is started and the OpenTelemetry API stays a set of no-ops.
+ */
+export function startTracing(config: TracingConfig): RunningTracing {
+  if (!config.enabled) return { shutdown: () => Promise.resolve() };
+  const exporter =
+    config.protocol === 'http/json'
+      ? new OtlpJsonExporter({ url: config.tracesUrl })
+      : new OtlpProtobufExporter({ url: config.tracesUrl });
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({ 'service.name': config.serviceName }),
+    sampler: samplerOf(config.sampler, config.samplerRatio),
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter,
+        scheduledDelayMillis: config.scheduleDelayMs,
+        maxQueueSize: config.maxQueueSize,
+        maxExportBatchSize: Math.min(512, config.maxQueueSize),
+      }),
+    ],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  active = true;
+  return {
+    shutdown: async () => {
+      await provider.shutdown();
+      active = false;
+    },
+  };
+}
+
+/** Longest string a span attribute carries: a value that came from a caller is cut to this. */
+export const maxAttributeChars = 128;
+
+/** An attribute value from outside the gateway (a model name, say), cut so that no caller can bloat a span. */
+export function boundedAttribute(value: string): string {
+  return value.length <= maxAttributeChars ? value : value.slice(0, maxAttributeChars);
+}
+
+/** The trace id of a span that is sampled (exported), else undefined: only such a trace can be looked up. */
+export function sampledTraceId(span: Span | undefined): string | undefined {
+  if (span === undefined) return undefined;
+  const spanContext = span.spanContext();
+  return spanContext.traceFlags & TraceFlags.SAMPLED ? spanContext.traceId : undefined;
+}
+
+/** The W3C traceparent of the active span, for a carrier of our own (a multiplexed frame, a usage event). */
+export function activeTraceparent(): string | undefined {
+  if (!active || trace.getActiveSpan() === undefined) return undefined;
+  const carrier: { traceparent?: string } = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent;
+}
+
+const traceparentGetter: TextMapGetter<string> = {
+  keys: () => ['traceparent'],
+  get: (carrier, key) => (key === 'traceparent' && carrier !== '' ? carrier : undefined),
+};
+
+/** The context a traceparent names (its span as the remote parent); the root context for none or a malformed one. */
+export function contextOfTraceparent(traceparent: string | undefined): Context {
+  if (!active || traceparent === undefined || traceparent === '') return ROOT_CONTEXT;
+  return propagation.extract(ROOT_CONTEXT, traceparent, traceparentGetter);
+}
+
+/** Sets attributes on the active span, if there is one being recorded. */
+export function annotateActiveSpan(attributes: Record<string, AttributeValue | undefined>): void {
+  if (!active) return;
+  const span = trace.getActiveSpan();
+  if (!span?.isRecording()) return;
+  for (const [name, value] of Object.entries(attributes)) if (value !== undefined) span.setAttribute(name, value);
+}
