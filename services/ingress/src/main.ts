@@ -12,7 +12,6 @@ import {
   startMetricsServer,
   startTracing,
   configReloadReporter,
-  startTracing,
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import {

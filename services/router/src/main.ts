@@ -9,7 +9,6 @@ import {
   startMetricsServer,
   startTracing,
   configReloadReporter,
-  startTracing,
 } from '@gw/telemetry';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
