@@ -398,7 +398,11 @@ describe('dashboard', () => {
     await clickButton(page, 'Suspend', row);
     expect(await textOf(page, '[data-testid=confirm]')).toContain(`Suspend ${accountName}?`);
     // The keyboard is in the dialog, on Cancel; Escape leaves it and changes nothing.
-    expect(await inPage(page, 'document.activeElement.textContent')).toBe('Cancel');
+    await waitUntil(
+      () => inPage(page, 'document.activeElement.textContent'),
+      { what: 'the focus to move to Cancel' },
+      (focused) => focused === 'Cancel',
+    );
     await page.keyboard.press('Escape');
     await page.locator('[data-testid=confirm]').waitFor({ state: 'detached' });
     expect(await status()).toBe('active');
