@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { portsFromBase, readEnvFile, repoRoot } from '@gw/local-stack';
+import { waitUntil } from '@gw/testing';
 
 const run = promisify(execFile);
 
@@ -35,14 +36,33 @@ async function processesMentioning(text: string): Promise<string[]> {
   return found;
 }
 
+/**
+ * Whether Jaeger is built already. `make up` builds it the first time (minutes); this test never waits
+ * for that: it runs the trace viewer, and checks it, only when the build is cached.
+ */
+async function traceViewerCached(): Promise<boolean> {
+  return run('bash', [join(repoRoot, 'deploy/install-jaeger.sh'), '--cached']).then(
+    () => true,
+    () => false,
+  );
+}
+
 describe('make up and make down', () => {
   let state: string;
-  const env = () => ({ ...process.env, ...infraPorts, GW_STATE_DIR: state, GW_PORT_BASE: String(portBase) });
+  let viewer: boolean;
+  const env = () => ({
+    ...process.env,
+    ...infraPorts,
+    GW_STATE_DIR: state,
+    GW_PORT_BASE: String(portBase),
+    GW_TRACE_VIEWER: 'cached',
+  });
   const make = (target: string) =>
     run('make', ['--no-print-directory', target], { cwd: repoRoot, env: env(), maxBuffer: 64 * 1024 * 1024 });
 
   beforeAll(async () => {
     state = await mkdtemp(join(tmpdir(), 'gw-make-up-'));
+    viewer = await traceViewerCached();
     // PostgreSQL runs as its own user and must reach its data directory inside.
     await chmod(state, 0o755);
   });
@@ -65,7 +85,9 @@ describe('make up and make down', () => {
       GW_DEMO_TEST_KEY: expect.stringMatching(/^gw_test_[A-Za-z0-9]{32}$/),
       GW_DEMO_LIVE_KEY: expect.stringMatching(/^gw_live_[A-Za-z0-9]{32}$/),
       GW_SIM_URLS: `http://127.0.0.1:${ports.sim.eu},http://127.0.0.1:${ports.sim.uk},http://127.0.0.1:${ports.sim.openaiEu}`,
+      ...(viewer && { GW_TRACES_URL: `http://127.0.0.1:${ports.traces.ui}` }),
     });
+    expect(first.stdout).toContain(viewer ? `traces:    ${stack.GW_TRACES_URL}` : 'traces:    off');
     expect(first.stdout).toContain(stack.GW_DEMO_LIVE_KEY);
 
     const sdk = new Anthropic({ baseURL: stack.GW_BASE_URL, apiKey: stack.GW_DEMO_TEST_KEY, maxRetries: 0 });
@@ -75,6 +97,18 @@ describe('make up and make down', () => {
       messages: [{ role: 'user', content: 'hello' }],
     });
     expect(message.type).toBe('message');
+    if (viewer) {
+      // Every service sends its spans to the viewer: the request's reach it through its query API.
+      const services = await waitUntil(
+        async () => {
+          const response = await fetch(`${stack.GW_TRACES_URL}/api/services`);
+          return ((await response.json()) as { data: string[] | null }).data ?? [];
+        },
+        { what: 'the trace viewer to list the services', timeoutMs: 30_000, intervalMs: 250 },
+        (names) => ['ingress', 'auth', 'quota', 'router'].every((name) => names.includes(name)),
+      );
+      expect(services).toEqual(expect.arrayContaining(['ingress', 'auth', 'quota', 'router']));
+    }
 
     const second = await make('up');
     expect(second.stdout).toContain('already running; nothing changed');
@@ -89,6 +123,7 @@ describe('make up and make down', () => {
       ports.sim.eu,
       ports.sim.uk,
       ports.sim.openaiEu,
+      ...Object.values(ports.traces),
       ...Object.values(infraPorts).map(Number),
     ];
     const stillListening = (

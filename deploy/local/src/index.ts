@@ -4,3 +4,4 @@ export * from './processes';
 export * from './stack';
 export * from './seed';
 export * from './grpc-tls';
+export * from './trace-viewer';

@@ -10,6 +10,8 @@ export interface Ports {
   metrics: { ingress: number; auth: number; policy: number; quota: number; router: number; metering: number };
   /** One simulated upstream listener per local pool: Anthropic EU, Anthropic UK, OpenAI-compatible EU. */
   sim: { eu: number; uk: number; openaiEu: number };
+  /** The local trace viewer (Jaeger): its OTLP/HTTP receiver, its UI and query API, its query gRPC. */
+  traces: { otlpHttp: number; ui: number; uiGrpc: number };
 }
 
 /** The local ports of docs/conventions.md, shifted by an offset so that a second stack can run beside the first. */
@@ -33,6 +35,7 @@ export function portsWithOffset(offset: number): Ports {
       metering: 9469 + offset,
     },
     sim: { eu: 9101 + offset, uk: 9102 + offset, openaiEu: 9103 + offset },
+    traces: { otlpHttp: 4318 + offset, ui: 16686 + offset, uiGrpc: 16685 + offset },
   };
 }
 
@@ -55,6 +58,7 @@ export function portsFromBase(base: number): Ports {
       metering: base + 26,
     },
     sim: { eu: base + 31, uk: base + 32, openaiEu: base + 33 },
+    traces: { otlpHttp: base + 41, ui: base + 42, uiGrpc: base + 43 },
   };
 }
 

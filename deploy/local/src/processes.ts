@@ -14,6 +14,8 @@ export interface ProcessSpec {
   script: string;
   /** Flags for node itself, before the script; e.g. --cpu-prof, which NODE_OPTIONS does not accept. */
   nodeFlags?: string[];
+  /** A program other than node (the trace viewer): its path and arguments, run instead of the script. */
+  command?: string[];
   env: Record<string, string>;
   health: HealthCheck;
 }
@@ -51,7 +53,8 @@ export async function startProcess(state: StateDir, repoRoot: string, spec: Proc
   await mkdir(state.logs, { recursive: true });
   await mkdir(state.run, { recursive: true });
   const log = await open(join(state.logs, `${spec.name}.log`), 'a');
-  const child = spawn(process.execPath, [...(spec.nodeFlags ?? []), join(repoRoot, spec.script)], {
+  const [file, ...args] = spec.command ?? [process.execPath, ...(spec.nodeFlags ?? []), join(repoRoot, spec.script)];
+  const child = spawn(file!, args, {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', ...spec.env },
     detached: true,

@@ -41,6 +41,8 @@ export interface StackOptions {
   quotaEnv?: Record<string, string>;
   /** Mutual TLS between the processes; without it they run plaintext (GRPC_INSECURE=true), as `make up` does. */
   grpcTls?: StackTls;
+  /** OTEL_* variables for every service (where traces go); without them the services trace nothing. */
+  tracingEnv?: Record<string, string>;
 }
 
 export interface Secrets {
@@ -58,6 +60,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
     METRICS_HOST: loopback,
     GRPC_HOST: loopback,
     ...grpcTransportEnv(options.grpcTls),
+    ...options.tracingEnv,
   };
   const grpc = (name: keyof Ports['grpc']) => `${loopback}:${ports.grpc[name]}`;
   const transport = stackGrpcTransport(options.grpcTls);

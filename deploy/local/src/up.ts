@@ -3,6 +3,7 @@ import { readEnvFile, writeEnvFile } from './env-file';
 import { portsFromBase, portsWithOffset, repoRoot, stateDir } from './layout';
 import { seedDemo } from './seed';
 import { ensureSecrets, startInfra, startServices } from './stack';
+import { startTraceViewer, traceViewerMode } from './trace-viewer';
 
 /** `make up`: the whole local stack in the background, healthy, seeded, described in stack.env. */
 async function up(): Promise<void> {
@@ -17,6 +18,8 @@ async function up(): Promise<void> {
     kafka: Number(process.env.GW_KAFKA_PORT ?? 9092),
   });
   const secrets = await ensureSecrets(state);
+  // The trace viewer first, so that the services export to it from their first request.
+  const traces = await startTraceViewer(repoRoot, state, ports.traces, traceViewerMode(process.env.GW_TRACE_VIEWER));
   const started = await startServices({
     repoRoot,
     state,
@@ -26,7 +29,9 @@ async function up(): Promise<void> {
     gatewayConfig: process.env.GW_GATEWAY_CONFIG ?? join(repoRoot, 'deploy/local/gateway.yaml'),
     usageTopic: 'gateway.usage.v1',
     consumerGroup: 'gateway-metering',
+    tracingEnv: traces && { OTEL_EXPORTER_OTLP_ENDPOINT: traces.otlpEndpoint, OTEL_BSP_SCHEDULE_DELAY: '1000' },
   });
+  if (traces?.started) started.unshift('jaeger');
   const previous = await readEnvFile(state.stackEnv);
   // `make up` runs the services plaintext (no grpcTls): one developer's machine, every port on loopback.
   const demo = await seedDemo(
@@ -47,6 +52,7 @@ async function up(): Promise<void> {
     GW_DEMO_TEST_KEY: demo.testKey,
     GW_DEMO_LIVE_KEY: demo.liveKey,
     GW_SIM_URLS: [ports.sim.eu, ports.sim.uk, ports.sim.openaiEu].map((port) => `http://127.0.0.1:${port}`).join(','),
+    ...(traces && { GW_TRACES_URL: traces.url }),
   });
   process.stdout.write(
     [
@@ -54,6 +60,7 @@ async function up(): Promise<void> {
       `base URL:  ${baseUrl}`,
       `test key:  ${demo.testKey}`,
       `live key:  ${demo.liveKey}`,
+      traces ? `traces:    ${traces.url}` : 'traces:    off (GW_TRACE_VIEWER)',
       `details:   ${state.stackEnv}`,
       '',
     ].join('\n'),

@@ -1,0 +1,242 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { waitUntil } from '@gw/testing';
+import { harness } from './harness';
+import { admin, rawRequest } from './http';
+import type { RawResponse } from './http';
+
+const h = harness();
+const model = 'claude-sonnet-5';
+
+/** A span as OTLP/JSON carries it (ids in hex), with the service that sent it. */
+interface ReceivedSpan {
+  service: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: Record<string, unknown>;
+  links: { traceId: string; spanId: string }[];
+}
+
+interface OtlpAttribute {
+  key: string;
+  value: Record<string, unknown>;
+}
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: OtlpAttribute[];
+  links?: { traceId: string; spanId: string }[];
+}
+interface OtlpExport {
+  resourceSpans?: {
+    resource?: { attributes?: OtlpAttribute[] };
+    scopeSpans?: { spans?: OtlpSpan[] }[];
+  }[];
+}
+
+const attributeMap = (attributes: OtlpAttribute[] | undefined): Record<string, unknown> =>
+  Object.fromEntries((attributes ?? []).map(({ key, value }) => [key, Object.values(value)[0]]));
+
+/** An OTLP/HTTP receiver (JSON protocol): every span the stack exports, and every body as it came. */
+class OtlpReceiver {
+  readonly spans: ReceivedSpan[] = [];
+  readonly bodies: string[] = [];
+  private server: Server | undefined;
+
+  async listen(port: number): Promise<void> {
+    this.server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        this.bodies.push(body);
+        const exported = JSON.parse(body) as OtlpExport;
+        for (const resourceSpans of exported.resourceSpans ?? []) {
+          const service = String(attributeMap(resourceSpans.resource?.attributes)['service.name']);
+          for (const scope of resourceSpans.scopeSpans ?? []) {
+            for (const span of scope.spans ?? []) {
+              this.spans.push({
+                service,
+                traceId: span.traceId,
+                spanId: span.spanId,
+                parentSpanId: span.parentSpanId || undefined,
+                name: span.name,
+                kind: span.kind,
+                attributes: attributeMap(span.attributes),
+                links: span.links ?? [],
+              });
+            }
+          }
+        }
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  inTrace(traceId: string): ReceivedSpan[] {
+    return this.spans.filter((span) => span.traceId === traceId);
+  }
+}
+
+// OpenTelemetry span kinds as OTLP numbers them.
+const kind = { server: 2, client: 3, producer: 4, consumer: 5 };
+
+/** A live key of its own (a verification by auth, not ingress's cache) whose privacy mode has policy read the text. */
+async function freshKey(): Promise<string> {
+  const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: 'tracing', plan: 'pro' });
+  const key = await admin<{ key: string }>(h, 'POST', '/keys', {
+    account_id: account.body.id,
+    name: 'tracing',
+    environment: 'live',
+    residency: 'eu',
+    privacy_mode: 'flag',
+  });
+  return key.body.key;
+}
+
+function sendMessage(
+  key: string,
+  marker: string,
+  stream: boolean,
+  options: { traceparent?: string; localAddress?: string } = {},
+): Promise<RawResponse> {
+  return rawRequest(`${h.baseUrl}/v1/messages`, {
+    headers: {
+      'x-api-key': key,
+      'anthropic-version': '2023-06-01',
+      ...(options.traceparent !== undefined && { traceparent: options.traceparent }),
+    },
+    body: JSON.stringify({ model, max_tokens: 32, stream, messages: [{ role: 'user', content: `say ${marker}` }] }),
+    localAddress: options.localAddress,
+  });
+}
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/**
+ * Waits for the whole trace of one request, then checks its shape: the ingress server span at the
+ * top, a server span of auth, policy, quota and router under it, one upstream attempt under router's,
+ * the usage event's producer span under it, and metering's batch span (in a trace of its own) linking
+ * to that producer span.
+ */
+async function requestTrace(receiver: OtlpReceiver, traceId: string, requestId: string) {
+  const services = ['ingress', 'auth', 'policy', 'quota', 'router'];
+  const spans = await waitUntil<ReceivedSpan[] | undefined>(
+    () => {
+      const found = receiver.inTrace(traceId);
+      const producer = found.find((span) => span.service === 'ingress' && span.kind === kind.producer);
+      const linked =
+        producer !== undefined &&
+        receiver.spans.some(
+          (span) =>
+            span.service === 'metering' &&
+            span.links.some((link) => link.traceId === traceId && link.spanId === producer.spanId),
+        );
+      return services.every((service) => found.some((span) => span.service === service)) && linked ? found : undefined;
+    },
+    { what: `every service's spans of trace ${traceId}`, timeoutMs: 30_000, intervalMs: 100 },
+  ).then((found) => found!);
+  const edge = spans.find((span) => span.service === 'ingress' && span.kind === kind.server)!;
+  expect(edge.attributes['gateway.request_id']).toBe(requestId);
+  expect(edge.attributes['http.route']).toBe('/v1/messages');
+  expect(edge.attributes['http.response.status_code']).toBe(200);
+  expect(edge.attributes['gen_ai.request.model']).toBe(model);
+  expect(Number(edge.attributes['gen_ai.usage.output_tokens'])).toBeGreaterThan(0);
+  // One trace per request: no span of another trace names this request.
+  expect(
+    receiver.spans.filter((span) => span.attributes['gateway.request_id'] === requestId && span.traceId !== traceId),
+  ).toEqual([]);
+
+  const childrenOf = (parent: ReceivedSpan) => spans.filter((span) => span.parentSpanId === parent.spanId);
+  for (const service of ['auth', 'policy', 'quota', 'router']) {
+    const served = spans.filter((span) => span.service === service && span.kind === kind.server);
+    expect(served.length).toBeGreaterThan(0);
+    for (const span of served) expect(span.parentSpanId).toBe(edge.spanId);
+  }
+  const routerSpan = spans.find((span) => span.service === 'router' && span.name.endsWith('/Complete'))!;
+  const attempts = childrenOf(routerSpan).filter((span) => span.kind === kind.client);
+  expect(attempts).toHaveLength(1);
+  expect(attempts[0]!.attributes).toMatchObject({
+    'gen_ai.request.model': model,
+    'gateway.attempt.outcome': 'accepted',
+    'gateway.pool_id': expect.any(String),
+    'gateway.region': expect.any(String),
+  });
+  const producer = spans.find((span) => span.service === 'ingress' && span.kind === kind.producer)!;
+  expect(producer.parentSpanId).toBe(edge.spanId);
+  const batch = receiver.spans.find(
+    (span) => span.service === 'metering' && span.links.some((link) => link.spanId === producer.spanId),
+  )!;
+  expect(batch.kind).toBe(kind.consumer);
+  expect(batch.traceId).not.toBe(traceId);
+  return { edge, spans };
+}
+
+describe('tracing', () => {
+  const receiver = new OtlpReceiver();
+  const marker = `trace-marker-${randomUUID()}`;
+
+  beforeAll(() => receiver.listen(h.tracesReceiverPort));
+  afterAll(() => receiver.close());
+
+  it('a whole answer: one trace across every service, a forged traceparent from a client ignored', async () => {
+    const forgedTraceId = hex(16);
+    const response = await sendMessage(await freshKey(), marker, false, {
+      traceparent: `00-${forgedTraceId}-${hex(8)}-01`,
+    });
+    expect(response.status).toBe(200);
+    const traceId = response.headers['x-trace-id'] as string;
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(traceId).not.toBe(forgedTraceId);
+    const { edge } = await requestTrace(receiver, traceId, response.headers['x-request-id'] as string);
+    expect(edge.parentSpanId).toBeUndefined();
+    expect(receiver.inTrace(forgedTraceId)).toEqual([]);
+  });
+
+  it('a stream: one trace, continuing the traceparent a trusted proxy sent', async () => {
+    const proxyTraceId = hex(16);
+    const proxySpanId = hex(8);
+    const response = await sendMessage(await freshKey(), marker, true, {
+      traceparent: `00-${proxyTraceId}-${proxySpanId}-01`,
+      localAddress: '127.0.0.2',
+    });
+    expect(response.status).toBe(200);
+    expect(response.body).toContain('message_stop');
+    expect(response.headers['x-trace-id']).toBe(proxyTraceId);
+    const { edge } = await requestTrace(receiver, proxyTraceId, response.headers['x-request-id'] as string);
+    expect(edge.parentSpanId).toBe(proxySpanId);
+    expect(edge.attributes['gateway.streamed']).toBe(true);
+  });
+
+  it('the prompt reaches no span, attribute, event, log line or metric', async () => {
+    expect(receiver.bodies.length).toBeGreaterThan(0);
+    expect(receiver.bodies.filter((body) => body.includes(marker))).toEqual([]);
+    for (const file of await readdir(h.logsDir)) {
+      const log = await readFile(join(h.logsDir, file), 'utf8');
+      expect({ file, hasMarker: log.includes(marker) }).toEqual({ file, hasMarker: false });
+    }
+    for (const [service, url] of Object.entries(h.metricsUrls)) {
+      const exposition = await (await fetch(url)).text();
+      expect({ service, hasMarker: exposition.includes(marker) }).toEqual({ service, hasMarker: false });
+    }
+    // Log lines written while a request's span was active carry its ids.
+    const ingressLog = await readFile(join(h.logsDir, 'ingress.log'), 'utf8');
+    const tracedLines = ingressLog.split('\n').filter((line) => line.includes('"trace_id"'));
+    expect(tracedLines.length).toBeGreaterThan(0);
+    for (const line of tracedLines) expect(line).toMatch(/"trace_id":"[0-9a-f]{32}","span_id":"[0-9a-f]{16}"/);
+  });
+});
