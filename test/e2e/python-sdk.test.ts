@@ -68,10 +68,19 @@ describe('the official Python SDK', () => {
       GW_ACCOUNT_ID: account.body.id,
       GW_LIVE_KEY: await createKey(account.body.id, 'live'),
       GW_TEST_KEY: await createKey(account.body.id, 'test'),
+      // The simulated upstreams (Anthropic EU, Anthropic UK, OpenAI-compatible EU), for their request logs.
+      GW_SIM_URLS: h.simUrls.join(','),
       // Nothing written into the repository: no bytecode, no pytest cache.
       PYTHONDONTWRITEBYTECODE: '1',
     };
-    const result = await run(python, ['-m', 'pytest', '-p', 'no:cacheprovider', '-rfEs', suite], env, 150_000);
+    // The report of every test, with its time, beside the stack's logs.
+    const report = join(h.logsDir, 'python-sdk-junit.xml');
+    const result = await run(
+      python,
+      ['-m', 'pytest', '-p', 'no:cacheprovider', '-rfEs', `--junitxml=${report}`, suite],
+      env,
+      150_000,
+    );
     if (result.code !== 0) throw new Error(`pytest exited with ${result.code}:\n${result.output}`);
     // Every test ran: a skipped or deselected test would hide a missing feature.
     const summary = result.output.trim().split('\n').pop()!;

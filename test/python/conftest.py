@@ -3,7 +3,8 @@ HTTP client counts the attempts they make (the SDK's retries are invisible other
 
 test/e2e/python-sdk.test.ts runs this suite inside the end-to-end stack and passes, in the environment:
 GW_BASE_URL (the public API, without /v1), GW_ADMIN_URL and GW_ADMIN_TOKEN (the admin API), GW_ACCOUNT_ID and
-one live and one test key of that account (GW_LIVE_KEY, GW_TEST_KEY; residency eu, privacy mode off).
+one live and one test key of that account (GW_LIVE_KEY, GW_TEST_KEY; residency eu, privacy mode off), and
+GW_SIM_URLS: the simulated upstreams behind the Anthropic EU, Anthropic UK and OpenAI-compatible EU pools.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ ADMIN_TOKEN = os.environ["GW_ADMIN_TOKEN"]
 ACCOUNT_ID = os.environ["GW_ACCOUNT_ID"]
 LIVE_KEY = os.environ["GW_LIVE_KEY"]
 TEST_KEY = os.environ["GW_TEST_KEY"]
+SIM_ANTHROPIC_EU, SIM_ANTHROPIC_UK, SIM_OPENAI_EU = os.environ["GW_SIM_URLS"].split(",")
 
 # Served by the upstream pool of the keys' residency (eu); the same model the TypeScript SDK tests use.
 MODEL = "claude-sonnet-5"
@@ -44,6 +46,16 @@ def admin(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[i
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"null")
+
+
+def upstream_request(sim_url: str, marker: str) -> dict[str, Any]:
+    """The newest request the simulated upstream received whose body holds the marker text: what the gateway
+    sent on (headers without credentials, the parsed body)."""
+    with urllib.request.urlopen(f"{sim_url}/_sim/requests", timeout=30) as response:
+        log = json.loads(response.read())
+    matching = [entry for entry in log if marker in json.dumps(entry["body"])]
+    assert matching, f"no request with {marker!r} reached {sim_url}"
+    return matching[-1]
 
 
 def create_account(plan: str = "pro", limits: dict[str, Any] | None = None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -133,8 +134,16 @@ def test_a_refusal_raises_its_class_after_one_attempt(
     assert wire.attempts == 1
 
 
+def away_from_a_minute_boundary(margin_s: float = 3.0) -> None:
+    """The per-minute window is the clock's minute: two requests meant for one window must not straddle two."""
+    until_next = 60.0 - time.time() % 60.0
+    if until_next < margin_s:
+        time.sleep(until_next + 0.05)
+
+
 def test_the_requests_per_minute_limit_raises_rate_limit_error_with_its_wait() -> None:
     key = create_key(create_account(limits={"requests_per_minute": 1}))["key"]
+    away_from_a_minute_boundary()
     # The wait is the rest of the minute, which the SDK would sleep through: one attempt only here (the retries
     # of a 429 are counted below, with the stub's one-second wait).
     client, wire = sync_client(key, max_retries=0)
@@ -155,15 +164,17 @@ def test_an_exhausted_allowance_raises_rate_limit_error_that_is_not_retried() ->
     client, wire = sync_client(create_key(account, environment="live")["key"], max_retries=DEFAULT_RETRIES)
     with client:
         client.messages.create(**ask("spend the allowance"))
-        # The first request's tokens are charged as it ends, just after its answer.
+        # The first request's tokens are charged as it ends, just after its answer: asked again until then.
         refusal: anthropic.RateLimitError | None = None
-        for _ in range(50):
+        deadline = time.monotonic() + 10
+        while refusal is None and time.monotonic() < deadline:
             wire.requests.clear()
             try:
                 client.messages.create(**ask("and more"))
             except anthropic.RateLimitError as error:
                 refusal = error
-                break
+            else:
+                time.sleep(0.05)
     assert refusal is not None, "the allowance was never exhausted"
     check_envelope(refusal, 429, "quota_exceeded", wire)
     assert refusal.response.headers["x-should-retry"] == "false"

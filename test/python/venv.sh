@@ -5,9 +5,10 @@
 #
 #   test/python/venv.sh   prints one line: the environment's python
 #
-# It needs python3 (3.9 or newer) and PyPI, nothing else: no system pip and no ensurepip (Debian ships
-# python3 without them unless python3-venv is installed). The environment is made without pip, and a
-# pinned pip wheel, checked against its SHA-256, installs the requirements with --require-hashes.
+# It needs python3 (3.11 or newer, which anthropic 2.x needs) and PyPI, nothing else: no system pip and no
+# ensurepip (Debian ships python3 without them unless python3-venv is installed). The environment is made
+# without pip, and a pinned pip wheel, checked against its SHA-256, installs the requirements with
+# --require-hashes.
 #
 # Environment (defaults):
 #   GW_TOOLS_DIR   $HOME/.cache/gateway-tools
@@ -29,6 +30,7 @@ die() {
 }
 
 command -v "$PYTHON" >/dev/null || die "$PYTHON is needed for the Python SDK tests"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "$PYTHON is older than 3.11"
 interpreter="$("$PYTHON" -c 'import platform, sys; print(sys.version.split()[0], platform.machine(), sys.base_prefix)')"
 key="$({
   cat "$REQUIREMENTS"
