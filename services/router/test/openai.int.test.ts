@@ -174,7 +174,8 @@ describe('router over gRPC with an openai pool', () => {
     expect(messageOf(items)).toMatchObject({
       type: 'message',
       role: 'assistant',
-      model: 'meta-llama/Llama-int',
+      // The alias the caller asked for, not the upstream's id.
+      model: 'llama-int',
       content: [{ type: 'text', text }],
       stop_reason: 'end_turn',
     });

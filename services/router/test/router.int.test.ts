@@ -151,7 +151,7 @@ function completeRequest(
     pools: (options.pools ?? ['eu-primary']).map((poolId) => ({ poolId, upstreamModel: 'claude-int-upstream' })),
     bodyJson: Buffer.from(JSON.stringify(body)),
     stream,
-    headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'int-beta-1' },
+    headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'token-efficient-tools-2025-02-19' },
   };
 }
 
@@ -213,11 +213,12 @@ describe('router over gRPC', () => {
       .join('');
     expect(echoed).toBe(text);
     expect(finishedUsage(items)).toEqual({ input: estimateInputTokens(request.body), output: echoChunks(text).length });
+    expect(sseData(items, 'message_start')[0]!.message).toMatchObject({ model: 'claude-int' });
 
     const [upstream] = await simRequests();
     expect(upstream!.body).toEqual({ ...request.body, model: 'claude-int-upstream' });
     expect(upstream!.headers['anthropic-version']).toBe('2023-06-01');
-    expect(upstream!.headers['anthropic-beta']).toBe('int-beta-1');
+    expect(upstream!.headers['anthropic-beta']).toBe('token-efficient-tools-2025-02-19');
   });
 
   it('relays a non-streamed live completion as one Message', async () => {
@@ -230,7 +231,8 @@ describe('router over gRPC', () => {
       message.ok && message.value.event.case === 'message' ? message.value.event.value.json : new Uint8Array();
     expect(JSON.parse(Buffer.from(json).toString())).toMatchObject({
       type: 'message',
-      model: 'claude-int-upstream',
+      // The alias the caller asked for; the upstream was asked for claude-int-upstream.
+      model: 'claude-int',
       content: [{ type: 'text', text }],
       stop_reason: 'end_turn',
     });
@@ -412,7 +414,7 @@ describe('router over gRPC', () => {
       body: { ...request.body, model: 'claude-int-upstream' },
     });
     expect(upstream!.headers['anthropic-version']).toBe('2023-06-01');
-    expect(upstream!.headers['anthropic-beta']).toBe('int-beta-1');
+    expect(upstream!.headers['anthropic-beta']).toBe('token-efficient-tools-2025-02-19');
   });
 
   it('fails over to the next candidate pool for a count, never outside the candidates', async () => {
