@@ -12,11 +12,23 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import time
 from typing import Any
 
 import anthropic
 import pytest
-from conftest import LIVE_KEY, MODEL, SIM_ANTHROPIC_EU, SIM_OPENAI_EU, async_client, sync_client, upstream_request
+from conftest import (
+    LIVE_KEY,
+    MODEL,
+    SIM_ANTHROPIC_EU,
+    SIM_OPENAI_EU,
+    async_client,
+    create_account,
+    create_key,
+    sync_client,
+    upstream_request,
+)
 
 THINKING = {"type": "enabled", "budget_tokens": 1024}
 # The simulated upstream's fixed redacted_thinking data.
@@ -240,3 +252,48 @@ def test_anthropic_beta_reaches_the_upstream_and_an_unknown_one_fails_as_there()
     assert refused.value.type == "invalid_request_error"
     assert "`no-such-beta-2099-01-01`" in (refused.value.api_message or "")
     assert "anthropic-beta" in (refused.value.api_message or "")
+
+
+def test_cache_tokens_are_weighted_in_v1_usage() -> None:
+    """Billable tokens: input + output + ceil(10 % of cache reads) + ceil(125 % of cache writes), per request."""
+    key = create_key(create_account(), environment="live")["key"]
+    client, _ = sync_client(key)
+    with client:
+        created = client.messages.create(**ask("weighted sim:cache-read=25 sim:cache-write=7", max_tokens=64))
+        with client.messages.stream(**ask("streamed sim:cache-read=11 sim:cache-write=1", max_tokens=64)) as stream:
+            streamed = stream.get_final_message()
+        assert (created.usage.cache_read_input_tokens, created.usage.cache_creation_input_tokens) == (25, 7)
+        assert (streamed.usage.cache_read_input_tokens, streamed.usage.cache_creation_input_tokens) == (11, 1)
+        billable = (created.usage.input_tokens + created.usage.output_tokens + 3 + 9) + (
+            streamed.usage.input_tokens + streamed.usage.output_tokens + 2 + 2
+        )
+        # Usage reaches /v1/usage through Kafka and metering: asked again until it is there.
+        deadline = time.monotonic() + 10
+        report = client.get("/v1/usage", cast_to=object)
+        while report["tokens"]["used"] < billable and time.monotonic() < deadline:
+            time.sleep(0.1)
+            report = client.get("/v1/usage", cast_to=object)
+    assert report["tokens"]["used"] == billable
+    assert [(line["model"], line["requests"], line["billable_tokens"]) for line in report["by_model"]] == [
+        (MODEL, 2, billable)
+    ]
+
+
+@pytest.mark.parametrize("model", [MODEL, OPENAI_MODEL])
+def test_tokenise_restores_the_originals_in_thinking_too(model: str) -> None:
+    """The upstream sees placeholders; the caller gets the originals back, in thinking as in text, streamed and not."""
+    email = "jane.doe@example.com"
+    text = f"{'sim:reasoning ' if model == OPENAI_MODEL else ''}please write to {email} today"
+    key = create_key(environment="live", privacy_mode="tokenise")["key"]
+    client, _ = sync_client(key)
+    with client:
+        created = client.messages.create(**ask(text, model, thinking=THINKING))
+        with client.messages.stream(**ask(text, model, thinking=THINKING)) as stream:
+            streamed = stream.get_final_message()
+    for message in (created, streamed):
+        thinking, answer = message.content
+        assert thinking.type == "thinking" and thinking.thinking == text
+        assert answer.type == "text" and answer.text == text
+    sim_url = SIM_ANTHROPIC_EU if model == MODEL else SIM_OPENAI_EU
+    sent = upstream_request(sim_url, "today")
+    assert email not in json.dumps(sent["body"])
