@@ -154,3 +154,18 @@ export async function waitUntilSettled(stack: ChaosStack, accountId: string, tim
     await sleep(1_000);
   }
 }
+
+/** Usage events of the running ingress (since its start): handed to its spool, and acknowledged by Kafka. */
+export async function ingressUsageEvents(stack: ChaosStack): Promise<{ handed: number; acknowledged: number }> {
+  const response = await fetch(`http://127.0.0.1:${stack.ports.metrics.ingress}/metrics`, {
+    signal: AbortSignal.timeout(2_000),
+  });
+  const lines = (await response.text()).split('\n');
+  const stage = (name: string) => {
+    const line = lines.find(
+      (text) => text.startsWith('gateway_usage_events_total{') && text.includes(`stage="${name}"`),
+    );
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  return { handed: stage('handed'), acknowledged: stage('acknowledged') };
+}

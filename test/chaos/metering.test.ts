@@ -1,7 +1,15 @@
-import { readdir } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { open, readdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
+import { processSpecs, repoRoot } from '@gw/local-stack';
+import { waitUntil } from '@gw/testing';
 import {
   chaosStack,
   chaosState,
@@ -11,13 +19,12 @@ import {
   startService,
   stopChaosStack,
   stopInfraComponent,
-  stopService,
   superviseService,
 } from './chaos-stack';
 import type { ChaosStack } from './chaos-stack';
 import { Load, sumBillable } from './load';
 import type { CompletedRequest, LoadResult } from './load';
-import { meteredEvents, meteringDuplicates, spoolDepth, waitUntilSettled } from './metered';
+import { ingressUsageEvents, meteredEvents, meteringDuplicates, spoolDepth, waitUntilSettled } from './metered';
 
 /**
  * Metering loses nothing and counts nothing twice under faults. For each fault, the billable
@@ -185,7 +192,137 @@ async function waitForBackendEnd(client: Client, backend: number, timeoutMs: num
 
 async function spoolSegments(): Promise<number> {
   const names = await readdir(join(chaosState.root, 'spool', 'ingress')).catch(() => [] as string[]);
-  return names.filter((name) => name !== 'LOCK').length;
+  return names.filter((name) => name.endsWith('.spool')).length;
+}
+
+/** No such process, or one that has exited and waits to be reaped. */
+function processGone(pid: number): boolean {
+  const stat = existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+}
+
+/** The chaos stack's ingress grace period (SHUTDOWN_GRACE_MS, its default). */
+const ingressGraceMs = 10_000;
+
+/** SIGTERM to the stack's ingress; how long it took to exit, or undefined if it had to be killed after waitMs. */
+async function terminateIngress(waitMs: number): Promise<{ exitedMs: number | undefined }> {
+  const pid = await servicePid(stack, 'ingress');
+  if (pid === undefined) throw new Error('ingress is not running');
+  const started = Date.now();
+  process.kill(pid, 'SIGTERM');
+  const gone = await waitUntil(() => processGone(pid), {
+    what: 'ingress to exit',
+    timeoutMs: waitMs,
+    intervalMs: 50,
+  }).then(
+    () => true,
+    () => false,
+  );
+  const exitedMs = gone ? Date.now() - started : undefined;
+  if (!gone) await killService(stack, 'ingress');
+  await rm(join(chaosState.run, 'ingress.pid'), { force: true });
+  return { exitedMs };
+}
+
+const run = promisify(execFile);
+
+/** gateway_billing_available of the stack's ingress. */
+async function billingAvailable(): Promise<number | undefined> {
+  const response = await fetch(`http://127.0.0.1:${stack.ports.metrics.ingress}/metrics`, {
+    signal: AbortSignal.timeout(2_000),
+  });
+  const line = (await response.text()).split('\n').find((text) => text.startsWith('gateway_billing_available{'));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+/** Writes to path until the file system has no room left. */
+async function fillUp(path: string): Promise<void> {
+  const file = await open(path, 'w');
+  try {
+    const block = Buffer.alloc(16 * 1024, 1);
+    for (;;) await file.write(block);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+  } finally {
+    await file.close();
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface SpawnedIngress {
+  /** Resolves once its admin port answers /readyz; rejects if it exits first. */
+  ready(): Promise<void>;
+  exited(timeoutMs: number): Promise<{ code: number | null }>;
+  running(): boolean;
+  /** To the ingress itself (pid 1 of its namespace), seen from here. */
+  kill(signal: NodeJS.Signals): void;
+  output(): string;
+}
+
+/**
+ * An extra ingress of the chaos stack (own ports, the given spool directory) as pid 1 of a pid
+ * namespace of its own (`unshare --pid`), the way a container runs it.
+ */
+async function spawnIngressInPidNamespace(name: string, spoolDir: string): Promise<SpawnedIngress> {
+  const spec = processSpecs(stack.options).find((candidate) => candidate.name === 'ingress')!;
+  const adminPort = await freePort();
+  const env = {
+    PATH: process.env.PATH ?? '',
+    ...spec.env,
+    HTTP_PORT: String(await freePort()),
+    ADMIN_PORT: String(adminPort),
+    METRICS_PORT: String(await freePort()),
+    USAGE_SPOOL_DIR: spoolDir,
+  };
+  const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, join(repoRoot, spec.script)], {
+    cwd: repoRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let exit: { code: number | null } | undefined;
+  const exited = once(child, 'exit').then(([code]) => (exit = { code: code as number | null }));
+  const nodePid = () =>
+    Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]);
+  return {
+    ready: async () => {
+      await waitUntil(
+        async () => {
+          if (exit) throw new Error(`ingress ${name} exited with ${exit.code}: ${output.slice(-2_000)}`);
+          const response = await fetch(`http://127.0.0.1:${adminPort}/readyz`, { signal: AbortSignal.timeout(1_000) });
+          return response.ok;
+        },
+        { what: `ingress ${name} ready`, timeoutMs: 60_000, intervalMs: 100 },
+      );
+    },
+    exited: async (timeoutMs) => {
+      await waitUntil(() => exit, { what: `ingress ${name} to exit`, timeoutMs, intervalMs: 50 });
+      await exited;
+      return exit!;
+    },
+    running: () => exit === undefined,
+    kill: (signal) => {
+      if (exit) return;
+      try {
+        process.kill(nodePid(), signal);
+      } catch {
+        // Gone meanwhile.
+      }
+    },
+    output: () => output,
+  };
 }
 
 describe('metering under faults: every completed request counted exactly once', () => {
@@ -248,6 +385,41 @@ describe('metering under faults: every completed request counted exactly once', 
     ]);
   }, 240_000);
 
+  it('(a2) the metering consumer killed with SIGKILL and replaced: the replacement resumes within seconds', async () => {
+    const { accountId, key } = await liveAccount('chaos-a2');
+    const countEvents = async () => (await meteredEvents(stack.infra.databaseUrl, accountId)).length;
+    const results: LoadResult[] = [await load(key, 5, 5).run()];
+    // The consumer holds its partitions and has stored this account's first events.
+    await waitUntil(countEvents, { what: 'the first events metered', timeoutMs: 30_000, intervalMs: 100 }, (count) => {
+      return count === results[0]!.completed.length;
+    });
+    const before = await meteringSnapshot();
+
+    const pid = await killService(stack, 'metering');
+    const killedAt = Date.now();
+    // Requests go on while metering is away; the replacement starts at once, as a supervisor would.
+    const traffic = load(key, 80, 10);
+    const running = traffic.run();
+    await startService(stack, 'metering');
+    const servingMs = Date.now() - killedAt;
+    // Resumed: the usage of a request made after the kill is in Postgres.
+    await waitUntil(
+      countEvents,
+      { what: 'an event of the replacement stored', timeoutMs: 60_000, intervalMs: 50 },
+      (count) => {
+        return count > results[0]!.completed.length;
+      },
+    );
+    const resumeMs = Date.now() - killedAt;
+    results.push(await running);
+    await expectExactlyMetered('(a2) metering SIGKILL and replacement', accountId, results, before, [
+      `killed pid ${pid}; the replacement was serving ${seconds(servingMs)} and storing usage ${seconds(resumeMs)} after the kill`,
+    ]);
+    print(`chaos (a2): time to resume after a SIGKILLed consumer: ${seconds(resumeMs)}`);
+    // The session timeout (6 s) bounds the wait for the dead member; the promise is 2 s freshness plus a few seconds.
+    expect(resumeMs).toBeLessThan(12_000);
+  }, 240_000);
+
   it('(b) the Kafka broker restarted under load', async () => {
     const { accountId, key } = await liveAccount('chaos-b');
     const before = await meteringSnapshot();
@@ -296,27 +468,135 @@ describe('metering under faults: every completed request counted exactly once', 
       const first = load(key, 120, 15);
       const firstRunning = first.run();
       await first.whenIssued(90);
-      const stopping = Date.now();
-      const stopped = await stopService(stack, 'ingress');
+      const stopped = await terminateIngress(ingressGraceMs + 5_000);
       notes.push(
-        stopped.graceful
-          ? `ingress exited on SIGTERM in ${seconds(Date.now() - stopping)}`
-          : `ingress did NOT exit within 8 s of SIGTERM and was killed (SIGKILL)`,
+        stopped.exitedMs === undefined
+          ? `ingress did NOT exit within ${seconds(ingressGraceMs + 5_000)} of SIGTERM and was killed (SIGKILL)`
+          : `ingress exited on SIGTERM in ${seconds(stopped.exitedMs)} (grace period ${seconds(ingressGraceMs)})`,
       );
+      print(`chaos (d): ingress stop with Kafka down: ${notes[0]}`);
+      expect(stopped.exitedMs).toBeLessThanOrEqual(ingressGraceMs);
       results.push(await firstRunning);
       notes.push(`${await spoolSegments()} spool segment(s) on disk`);
       await startService(stack, 'ingress');
       const recovered = await spoolDepth(stack);
       notes.push(
         `new ingress recovered ${recovered} events from its spool (this account's first load completed ` +
-          `${results[0]!.completed.length}; the rest were delivered before the restart and are sent again)`,
+          `${results[0]!.completed.length}; the delivered part of the spool is not sent again)`,
       );
-      expect(recovered).toBeGreaterThan(0);
+      // The events of the earlier faults, delivered from the same segment, are not among them.
+      expect(recovered).toBe(results[0]!.completed.length);
       results.push(await load(key, 100, 15).run());
     } finally {
       await restartInfra();
       notes.push(`Kafka down for ${seconds(Date.now() - kafkaDown)}`);
     }
     await expectExactlyMetered('(d) ingress restart while Kafka down', accountId, results, before, notes);
+    // What the new ingress sent to Kafka: the recovered events and its own, nothing delivered before.
+    const sent = await ingressUsageEvents(stack);
+    print(
+      `chaos (d): the new ingress sent ${sent.acknowledged} events to Kafka: ${sent.handed} of its own + recovered`,
+    );
+    expect(sent.acknowledged).toBe(sent.handed + results[0]!.completed.length);
+  }, 240_000);
+
+  it('(f) two ingresses on one spool directory, each pid 1 of its own pid namespace: the second refuses to start', async () => {
+    const dir = join(chaosState.root, 'spool', 'shared');
+    const holder = await spawnIngressInPidNamespace('holder', dir);
+    let taker: SpawnedIngress | undefined;
+    try {
+      await holder.ready();
+      // Same machine, other pid namespace: the holder is pid 1 there too, as every container's process is.
+      const second = await spawnIngressInPidNamespace('second', dir);
+      const refusedMs = Date.now();
+      const exit = await second.exited(60_000);
+      print(
+        `chaos (f): the second ingress exited with ${exit.code} after ${seconds(Date.now() - refusedMs)}: ` +
+          `${(/the usage spool .*?directory/.exec(second.output()) ?? ['(no lock message)'])[0]}`,
+      );
+      expect(exit.code).not.toBe(0);
+      expect(second.output()).toMatch(
+        /in use by process 1 on host .* \(in another pid namespace, its heartbeat is fresh\)/,
+      );
+      expect(holder.running()).toBe(true);
+
+      // The holder killed (its lock file left behind): a new ingress takes the directory over and runs
+      // (at once if it can tell the holder is gone, else once the heartbeat has stopped).
+      holder.kill('SIGKILL');
+      await holder.exited(10_000);
+      const takeoverStarted = Date.now();
+      taker = await spawnIngressInPidNamespace('taker', dir);
+      await taker.ready();
+      print(
+        `chaos (f): after the holder's SIGKILL a new ingress took the spool over in ${seconds(Date.now() - takeoverStarted)}`,
+      );
+      expect(taker.output()).toMatch(/took over the lock of a stopped process/);
+    } finally {
+      holder.kill('SIGKILL');
+      taker?.kill('SIGTERM');
+      await taker?.exited(20_000);
+    }
+  }, 240_000);
+
+  it('(g) the spool disk full: live requests are refused with 503 until writes succeed again', async () => {
+    const { accountId, key } = await liveAccount('chaos-g');
+    // Test traffic of an account of its own: its events (cost 0) are not the live account's.
+    const testAccount = await liveAccount('chaos-g-test');
+    const testKey = await admin<{ key: string }>('POST', '/keys', {
+      account_id: testAccount.accountId,
+      name: 'chaos-g-test',
+      environment: 'test',
+      residency: 'eu',
+      privacy_mode: 'off',
+    });
+    const before = await meteringSnapshot();
+    const dir = join(chaosState.root, 'spool', 'ingress');
+    await terminateIngress(ingressGraceMs + 5_000);
+    // Mounted over an empty spool only: a mount would hide segments still waiting for Kafka.
+    expect(await spoolSegments()).toBe(0);
+    await run('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'gw-chaos-spool', dir]);
+    const results: LoadResult[] = [];
+    const notes: string[] = [];
+    try {
+      await startService(stack, 'ingress');
+      results.push(await load(key, 10).run());
+      expect(await billingAvailable()).toBe(1);
+      // A real fault: the file system is full. Test traffic still runs and writes events; the first
+      // append that needs a new page fails.
+      await fillUp(join(dir, 'filler'));
+      let testRequests = 0;
+      await waitUntil(
+        async () => {
+          testRequests += 1;
+          await load(testKey.key, 1).run();
+          return billingAvailable();
+        },
+        { what: 'billing unavailable after a failed spool write', timeoutMs: 60_000, intervalMs: 0 },
+        (available) => available === 0,
+      );
+      const refused = await load(key, 5).run();
+      notes.push(
+        `disk full: billing unavailable after ${testRequests} test requests; live requests ${JSON.stringify(refused.failures)}`,
+      );
+      print(`chaos (g): ${notes[0]}`);
+      expect(refused.completed).toEqual([]);
+      expect(refused.failures).toEqual({ '503 overloaded_error': 5 });
+
+      await rm(join(dir, 'filler'));
+      const freed = Date.now();
+      await waitUntil(
+        billingAvailable,
+        { what: 'billing available again', timeoutMs: 10_000, intervalMs: 50 },
+        (available) => available === 1,
+      );
+      notes.push(`billing available again ${seconds(Date.now() - freed)} after space was freed`);
+      results.push(await load(key, 10).run());
+      expect(results[1]!.completed).toHaveLength(10);
+      await expectExactlyMetered('(g) spool disk full', accountId, results, before, notes);
+    } finally {
+      await terminateIngress(ingressGraceMs + 5_000).catch(() => undefined);
+      await run('umount', [dir]);
+      await startService(stack, 'ingress');
+    }
   }, 240_000);
 });
