@@ -17,6 +17,9 @@ import { crc32 } from 'node:zlib';
  * A record cut short by a crash (header or payload incomplete, or bytes that fail the checksum, such
  * as the zeros a file system may show after an unsynced extension) ends the readable part of its
  * segment: readers stop there and never fail on it.
+ *
+ * Beside the segments: `LOCK` (the holder, spool-lock.ts) and `DELIVERED`, the drainer's delivered
+ * position (encodeDeliveredPosition), so that a restart does not send the delivered records again.
  */
 export const segmentMagic = Buffer.from('GWSPOOL1', 'latin1');
 export const segmentHeaderBytes = segmentMagic.length;
