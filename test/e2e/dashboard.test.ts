@@ -325,6 +325,8 @@ describe('dashboard', () => {
     expect(rotatedKey).toMatch(/^gw_live_/);
     expect(rotatedKey).not.toBe(firstKey);
     expect(await textOf(page, '[data-testid=shown-once]')).toContain('Both keys work until you revoke the old one');
+    await clickButton(page, 'I have copied it');
+    expect(await countOf(page, '[data-testid=shown-once]')).toBe(0);
     await call(firstKey);
     await call(rotatedKey);
 
@@ -359,8 +361,8 @@ describe('dashboard', () => {
     await page.locator('input[name=name]').fill(hostile);
     await page.locator('select[name=environment]').selectOption('test');
     await clickButton(page, 'Create key', '[data-testid=create-key]');
-    await page.waitForSelector('[data-testid=secret-value]');
-    expect(await textOf(page, '[data-testid=shown-once] h3')).toContain(hostile);
+    // The rotated key's value was dismissed: what is shown now is the new key's.
+    await page.locator('[data-testid=shown-once] h3', { hasText: hostile }).waitFor();
     await page.locator('[data-testid=keys] tbody tr', { hasText: hostile }).waitFor();
     expect(await page.getByRole('cell', { name: hostile, exact: true }).isVisible()).toBe(true);
     expect(await countOf(page, 'img')).toBe(0);
@@ -437,7 +439,7 @@ describe('dashboard', () => {
     await clickButton(page, 'Admin key', `tr[data-account-id="${accountId}"]`);
     await page.locator('input[name=admin-key-name]').fill('dashboard');
     await clickButton(page, 'Create admin key');
-    await page.waitForSelector('[data-testid=secret-value]');
+    await page.locator('[data-testid=secret-value]', { hasText: 'gw_admin_' }).waitFor();
     adminKey = await textOf(page, '[data-testid=secret-value]');
     expect(adminKey).toMatch(/^gw_admin_/);
 
