@@ -15,7 +15,8 @@ summary() {
   node -e '
     const fs = require("fs");
     let passed = 0, failed = 0;
-    for (const file of fs.readdirSync(process.argv[1])) {
+    // Only the JSON reports of the runs: tests also keep artifacts here (screenshots of the dashboard).
+    for (const file of fs.readdirSync(process.argv[1]).filter((name) => name.endsWith(".json"))) {
       const run = JSON.parse(fs.readFileSync(`${process.argv[1]}/${file}`, "utf8"));
       passed += run.numPassedTests;
       failed += run.numFailedTests + run.numRuntimeErrorTestSuites;
