@@ -134,7 +134,12 @@ afterAll(() => redis.disconnect());
  * Every place a fresh account's requests reach, exactly: each request's usage event row, then
  * `/v1/usage` (tokens.used and one by_model line with its cost) and quota's allowance counter.
  */
-async function expectBilled(account: Account, model: string, requests: { requestId: string; tokens: Tokens }[]) {
+async function expectBilled(
+  account: Account,
+  model: string,
+  requests: { requestId: string; tokens: Tokens }[],
+  outcome = 'success',
+) {
   let billable = 0;
   let cost = 0;
   for (const { requestId, tokens } of requests) {
@@ -150,7 +155,7 @@ async function expectBilled(account: Account, model: string, requests: { request
       billable_tokens: Number(row.billable_tokens),
     }).toEqual({
       model,
-      outcome: 'success',
+      outcome,
       input_tokens: tokens.input,
       output_tokens: tokens.output,
       cache_read_input_tokens: tokens.cacheRead ?? 0,
@@ -453,6 +458,46 @@ describe('prompt caching', () => {
       { requestId: streamed.requestId, tokens },
       { requestId: stream.request_id!, tokens },
     ]);
+  });
+
+  it('Anthropic pool: a stream that fails mid-thinking bills its cache counts, input and the thinking so far', async () => {
+    const account = await liveAccount();
+    const params = {
+      model: sonnet,
+      max_tokens: 2048,
+      thinking,
+      system,
+      messages: [
+        {
+          role: 'user' as const,
+          content: 'one two three four five six sim:cache-read=1000 sim:cache-write=40 sim:stream-error-after=3',
+        },
+      ],
+    };
+    const streamed = await rawStream(account.key, params);
+    expect(streamed.events.map((event) => event.event)).toEqual([
+      'message_start',
+      'content_block_start',
+      'ping',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(streamed.events.slice(3, 6).map((event) => event.data)).toEqual(
+      ['one', ' two', ' three'].map((word) => ({
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'thinking_delta', thinking: word },
+      })),
+    );
+    const tokens = { input: estimateInputTokens(params), output: 3, cacheRead: 1000, cacheWrite: 40 };
+    const row = await waitForUsageRow(h.databaseUrl, streamed.requestId);
+    expect({ outcome: row.outcome, error_type: row.error_type }).toEqual({
+      outcome: 'upstream_error',
+      error_type: 'overloaded_error',
+    });
+    await expectBilled(account, sonnet, [{ requestId: streamed.requestId, tokens }], 'upstream_error');
   });
 
   it('OpenAI pool: cached prompt tokens are cache reads, streamed and not; cache_control is not sent', async () => {
