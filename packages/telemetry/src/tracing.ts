@@ -2,6 +2,7 @@ import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentele
 import type { AttributeValue, Context, Span, TextMapGetter } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as OtlpGrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -31,9 +32,11 @@ export type TracingConfig =
   | {
       enabled: true;
       serviceName: string;
-      /** Where spans are posted: the traces endpoint itself (…/v1/traces). */
+      /** Where spans go: the traces endpoint itself (…/v1/traces over HTTP; the collector's address over gRPC). */
       tracesUrl: string;
-      protocol: 'http/protobuf' | 'http/json';
+      protocol: OtlpProtocol;
+      /** OTEL_RESOURCE_ATTRIBUTES, e.g. deployment.environment. */
+      resourceAttributes: Record<string, string>;
       sampler: SamplerName;
       /** For the ratio samplers: the share of new traces sampled, 0 to 1. */
       samplerRatio: number;
@@ -42,6 +45,9 @@ export type TracingConfig =
       /** Spans held for export at most; more are dropped, never blocking a request (OTEL_BSP_MAX_QUEUE_SIZE). */
       maxQueueSize: number;
     };
+
+const otlpProtocols = ['http/protobuf', 'http/json', 'grpc'] as const;
+export type OtlpProtocol = (typeof otlpProtocols)[number];
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -56,11 +62,27 @@ function positiveInteger(env: Env, name: string, fallback: number): number {
   return value;
 }
 
+/** OTEL_RESOURCE_ATTRIBUTES: key=value pairs separated by commas, values percent-encoded. */
+function resourceAttributesOf(text: string | undefined): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  for (const pair of (text ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at <= 0) continue;
+    try {
+      attributes[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new Error(`OTEL_RESOURCE_ATTRIBUTES holds a value that is not percent-encoded: "${pair}"`);
+    }
+  }
+  return attributes;
+}
+
 /**
  * Tracing as the standard OTEL_* variables configure it. Off (nothing started, the API's no-ops) when
  * OTEL_SDK_DISABLED is true, OTEL_TRACES_EXPORTER is none, or no OTLP endpoint is set. The service name
- * is OTEL_SERVICE_NAME, else the process's own name. Only the OTLP/HTTP protocols are carried (protobuf,
- * the specification's default, and JSON); an unknown value stops the process rather than tracing nowhere.
+ * is OTEL_SERVICE_NAME, else the process's own name. The protocol is OTLP over HTTP (protobuf, the
+ * specification's default, or JSON) or gRPC; a value out of range stops the process rather than
+ * tracing nowhere.
  */
 export function readTracingConfig(env: Env, defaultServiceName: string): TracingConfig {
   if (set(env.OTEL_SDK_DISABLED)?.toLowerCase() === 'true') return { enabled: false };
@@ -68,14 +90,15 @@ export function readTracingConfig(env: Env, defaultServiceName: string): Tracing
   const tracesEndpoint = set(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   const endpoint = set(env.OTEL_EXPORTER_OTLP_ENDPOINT);
   if (tracesEndpoint === undefined && endpoint === undefined) return { enabled: false };
-  const tracesUrl = tracesEndpoint ?? `${endpoint!.replace(/\/+$/, '')}/v1/traces`;
-  if (!/^https?:\/\//.test(tracesUrl)) throw new Error(`the OTLP endpoint must be an http(s) URL, got "${tracesUrl}"`);
-
-  const protocol =
-    set(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) ?? set(env.OTEL_EXPORTER_OTLP_PROTOCOL) ?? 'http/protobuf';
-  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got "${protocol}"`);
+  const protocol = (set(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) ??
+    set(env.OTEL_EXPORTER_OTLP_PROTOCOL) ??
+    'http/protobuf') as OtlpProtocol;
+  if (!otlpProtocols.includes(protocol)) {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be one of ${otlpProtocols.join(', ')}, got "${protocol}"`);
   }
+  // Over HTTP the general endpoint gets the signal's path; over gRPC the service names the signal.
+  const tracesUrl = tracesEndpoint ?? (protocol === 'grpc' ? endpoint! : `${endpoint!.replace(/\/+$/, '')}/v1/traces`);
+  if (!/^https?:\/\//.test(tracesUrl)) throw new Error(`the OTLP endpoint must be an http(s) URL, got "${tracesUrl}"`);
   const sampler = (set(env.OTEL_TRACES_SAMPLER) ?? 'parentbased_always_on') as SamplerName;
   if (!samplerNames.includes(sampler)) {
     throw new Error(`OTEL_TRACES_SAMPLER must be one of ${samplerNames.join(', ')}, got "${sampler}"`);
@@ -90,6 +113,7 @@ export function readTracingConfig(env: Env, defaultServiceName: string): Tracing
     serviceName: set(env.OTEL_SERVICE_NAME) ?? defaultServiceName,
     tracesUrl,
     protocol,
+    resourceAttributes: resourceAttributesOf(set(env.OTEL_RESOURCE_ATTRIBUTES)),
     sampler,
     samplerRatio,
     scheduleDelayMs: positiveInteger(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000),
@@ -139,9 +163,11 @@ export function startTracing(config: TracingConfig): RunningTracing {
   const exporter =
     config.protocol === 'http/json'
       ? new OtlpJsonExporter({ url: config.tracesUrl })
-      : new OtlpProtobufExporter({ url: config.tracesUrl });
+      : config.protocol === 'grpc'
+        ? new OtlpGrpcExporter({ url: config.tracesUrl })
+        : new OtlpProtobufExporter({ url: config.tracesUrl });
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ 'service.name': config.serviceName }),
+    resource: resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName }),
     sampler: samplerOf(config.sampler, config.samplerRatio),
     spanProcessors: [
       new BatchSpanProcessor({
