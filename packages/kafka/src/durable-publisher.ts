@@ -299,9 +299,10 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     await this.positionFile?.close().catch(() => undefined);
     this.positionFile = undefined;
     if (drainerStopped && this.pendingEvents === 0) {
-      // Everything was acknowledged: leave an empty directory.
-      for (const segment of this.segments.splice(0)) await this.removeFile(segment.path);
+      // Everything was acknowledged: leave an empty directory. The position goes first: segments
+      // without it are only sent again, while a position without them must not outlive them.
       await this.removeFile(join(this.dir, deliveredFileName));
+      for (const segment of this.segments.splice(0)) await this.removeFile(segment.path);
     }
     this.log('info', 'usage spool closed', {
       pending_events: this.pendingEvents,
@@ -376,6 +377,9 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     }
     found.sort((a, b) => a.sequence - b.sequence);
     const delivered = await this.readDeliveredPosition();
+    // New segments must come after the position, whatever files are left: a segment numbered below
+    // it would be taken for a delivered one at the next start.
+    if (delivered) this.nextSequence = delivered.sequence + 1;
     let skippedEvents = 0;
     for (const { sequence, name } of found) {
       this.nextSequence = Math.max(this.nextSequence, sequence + 1);

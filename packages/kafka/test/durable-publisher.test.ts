@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { create, eventsv1, toBinary } from '@gw/proto';
 import { DurableUsagePublisher, SpoolFullError, SpoolLockedError } from '../src';
 import type { DurableUsagePublisherOptions, KafkaLogLevel, UsageEvent, UsageEventPublisher } from '../src';
-import { encodeRecord, segmentFileName } from '../src/spool-format';
+import { encodeDeliveredPosition, encodeRecord, segmentFileName } from '../src/spool-format';
 
 /**
  * Stands in for the Kafka producer. `up`: every send is acknowledged; `down`: every send and
@@ -311,6 +311,21 @@ describe('DurableUsagePublisher', () => {
     expect(second.depth().events).toBe(5);
     await eventually(() => expect(next.delivered).toEqual(waiting));
     expect(next.attempts).toBe(5);
+  });
+
+  it('numbers new segments after a delivered position left without its segments, so they are never taken as delivered', async () => {
+    // What a stop interrupted between removing the last segment and the position would leave.
+    await writeFile(join(dir, 'DELIVERED'), encodeDeliveredPosition({ sequence: 9, offset: 100 }));
+    const down = new FakeSink();
+    down.mode = 'down';
+    const first = await publisher(down);
+    for (const id of ids('evt', 3)) await first.send(usageEvent(id));
+    await first.disconnect();
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(10)]);
+
+    const sink = new FakeSink();
+    await publisher(sink);
+    await eventually(() => expect(sink.delivered).toEqual(ids('evt', 3)));
   });
 
   it('refuses new work while the disk refuses writes, and takes it again once a write succeeds', async () => {
