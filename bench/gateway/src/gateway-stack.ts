@@ -157,6 +157,8 @@ export interface GatewayStackOptions {
   grpcTls: boolean;
   /** When set, every service runs with --cpu-prof and writes its profile into <dir>/<service>. */
   profileDir?: string;
+  /** OTEL_* variables for every service; without them the services trace nothing. */
+  tracingEnv?: Record<string, string>;
 }
 
 export interface GatewayStack {
@@ -243,6 +245,7 @@ export async function startGatewayStack(options: GatewayStackOptions, cleanup: C
     consumerGroup: `${consumerGroup}-${run}`,
     logLevel: options.logLevel,
     grpcTls,
+    tracingEnv: options.tracingEnv,
   })
     // The mock upstream replaces the simulated one.
     .filter((spec) => spec.name !== 'sim-upstream')

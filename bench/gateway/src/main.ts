@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runOrExit } from '@gw/config';
@@ -11,6 +11,7 @@ import { summariseProfiles } from './cpu-profile';
 import { benchModels, gatewayServices, resolveInfra, startGatewayStack } from './gateway-stack';
 import type { GatewayService, GatewayStack } from './gateway-stack';
 import { callsBetween, grpcCallsHandled } from './grpc-calls';
+import { startOtlpSink } from './otlp-sink';
 import type { LoadJob, LoadResult } from './load-protocol';
 import { cpuMsOfTrees, pidListeningOn, processAgeMs, residentBytes } from './proc';
 import { readSettings } from './settings';
@@ -177,6 +178,9 @@ class Run {
     ]);
     cleanup.add('stop the mock upstream', () => mock.stop());
     const [latencyUrl, throughputUrl] = mock.urls as [string, string];
+    if (settings.BENCH_TRACING === 'compare') {
+      return this.compareTracing(root, infra, { latency: latencyUrl, throughput: throughputUrl }, mock.pid);
+    }
 
     this.stack = await startGatewayStack(
       {
@@ -232,6 +236,106 @@ class Run {
       await this.printProfiles(profileDir, ageAtFirstRequest);
     }
     const failed = [whole.direct, whole.gateway, streamed.direct, streamed.gateway].some((result) => result.errors > 0);
+    if (failed) process.stderr.write('some requests of the latency series failed: see the first errors above\n');
+    return failed ? 1 : 0;
+  }
+
+  /**
+   * Tracing off, then on (every request sampled, spans exported to a receiver in this process): each on
+   * a stack of its own, the same latency series and one throughput step, printed side by side.
+   */
+  private async compareTracing(
+    root: string,
+    infra: Awaited<ReturnType<typeof resolveInfra>>,
+    upstreamUrls: { latency: string; throughput: string },
+    mockPid: number,
+  ): Promise<number> {
+    const { settings, cleanup } = this;
+    const sink = await startOtlpSink(settings.BENCH_PORT_BASE + 41);
+    cleanup.add('stop the OTLP receiver', () => sink.close());
+    this.load = await startLoadGenerator();
+    cleanup.add('stop the load generator', () => this.load.stop());
+    this.direct = { url: `${upstreamUrls.latency}/v1/messages`, headers: {} };
+    const modes = [
+      { name: 'tracing off', tracingEnv: undefined },
+      {
+        name: 'tracing on',
+        tracingEnv: {
+          OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+          OTEL_TRACES_SAMPLER: 'always_on',
+        },
+      },
+    ];
+    const results: { whole: LatencyComparison; streamed: LatencyComparison; step: ThroughputStep }[] = [];
+    for (const mode of modes) {
+      const modeRoot = join(root, mode.name.replace(' ', '-'));
+      await mkdir(modeRoot, { recursive: true });
+      this.stack = await startGatewayStack(
+        {
+          repoRoot,
+          root: modeRoot,
+          portBase: settings.BENCH_PORT_BASE,
+          infra,
+          logLevel: settings.BENCH_LOG_LEVEL,
+          upstreamUrls,
+          grpcTls: settings.BENCH_GRPC_TLS === '1',
+          tracingEnv: mode.tracingEnv,
+        },
+        cleanup,
+      );
+      this.gateway = { url: `${this.stack.baseUrl}/v1/messages`, headers: { 'x-api-key': this.stack.liveKey } };
+      print(`\n${mode.name}: stack up on 127.0.0.1:${this.stack.ports.http}`);
+      await this.waitUntilServing();
+      const whole = await this.compareLatency(false);
+      this.printLatency(`${mode.name}: (a) added latency, whole answers`, whole, (result) => result.latenciesMs);
+      const streamed = await this.compareLatency(true);
+      this.printLatency(`${mode.name}: (b) added time to first token`, streamed, (result) => result.firstTokenMs);
+      const roots = this.processRoots(infra.ports, mockPid);
+      const job = (seconds: number) =>
+        jobFor(this.gateway, benchModels.throughput, false, {
+          concurrency: settings.BENCH_TRACING_CONCURRENCY,
+          durationMs: seconds * 1_000,
+        });
+      await this.runJob(job(2));
+      const step = await this.throughputStep(roots, job(settings.BENCH_STEP_SECONDS));
+      results.push({ whole, streamed, step });
+      await this.stack.stopServices();
+    }
+
+    const added = (comparison: LatencyComparison, values: (result: LoadResult) => number[], p: number) =>
+      percentile(values(comparison.gateway), p) - percentile(values(comparison.direct), p);
+    const latencies = (result: LoadResult) => result.latenciesMs;
+    const firstTokens = (result: LoadResult) => result.firstTokenMs;
+    const figures: [string, (run: (typeof results)[number]) => number, number][] = [
+      ['added latency p50, whole answer (ms)', (run) => added(run.whole, latencies, 50), 3],
+      ['added latency p99, whole answer (ms)', (run) => added(run.whole, latencies, 99), 3],
+      ['added time to first token p50 (ms)', (run) => added(run.streamed, firstTokens, 50), 3],
+      ['added time to first token p99 (ms)', (run) => added(run.streamed, firstTokens, 99), 3],
+      [`rate at concurrency ${settings.BENCH_TRACING_CONCURRENCY} (req/s)`, (run) => run.step.requestsPerSecond, 0],
+      ['p99 at that rate (ms)', (run) => run.step.p99Ms, 1],
+      ['CPU per request, six processes (ms)', (run) => gatewayCpuMs(run.step.cpuMs) / run.step.result.requests, 3],
+    ];
+    const [off, on] = results as [(typeof results)[number], (typeof results)[number]];
+    print();
+    print('tracing off and on (always-on sampler, OTLP/HTTP protobuf to a receiver in this process)');
+    formatTable(
+      ['figure', 'off', 'on', 'difference'],
+      figures.map(([name, value, digits]) => [
+        name,
+        fixed(value(off), digits),
+        fixed(value(on), digits),
+        `${value(on) - value(off) >= 0 ? '+' : ''}${fixed(value(on) - value(off), digits)}`,
+      ]),
+    ).forEach((line) => print(`  ${line}`));
+    const exported = sink.received();
+    print(
+      `  spans exported while tracing: ${exported.requests} OTLP requests, ${fixed(exported.bytes / (1024 * 1024), 1)} MB`,
+    );
+    print(`load average at the end: ${loadAverage()}`);
+    const failed = results.some((run) =>
+      [run.whole.direct, run.whole.gateway, run.streamed.direct, run.streamed.gateway].some((r) => r.errors > 0),
+    );
     if (failed) process.stderr.write('some requests of the latency series failed: see the first errors above\n');
     return failed ? 1 : 0;
   }

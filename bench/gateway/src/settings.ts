@@ -43,6 +43,14 @@ const schema = z.object({
   BENCH_GRPC_TLS: z.enum(['0', '1'], { error: 'expected 0 or 1' }).default('1'),
   /** 1: every service runs with --cpu-prof; the top functions and packages are printed per service. */
   BENCH_PROFILE: z.enum(['0', '1'], { error: 'expected 0 or 1' }).default('0'),
+  /**
+   * off: the services trace nothing (the usual run). compare: the latency series and one throughput step
+   * run twice, on a stack tracing nothing and on one tracing every request (always-on sampler, exported
+   * over OTLP/HTTP to a receiver in this process), and the two are printed side by side.
+   */
+  BENCH_TRACING: z.enum(['off', 'compare'], { error: 'expected off or compare' }).default('off'),
+  /** The throughput step of the tracing comparison: its closed-loop concurrency. */
+  BENCH_TRACING_CONCURRENCY: env.positiveInt(32),
   /** Where to keep the .cpuprofile files (for Chrome DevTools); by default they go with the run's temporary directory. */
   BENCH_PROFILE_DIR: z.string().min(1).optional(),
 });
