@@ -620,6 +620,31 @@ describe('documents and images', () => {
     ]);
   });
 
+  it('OpenAI pool: a 20 MiB image reaches the upstream as a data URL byte for byte', async () => {
+    const account = await liveAccount('tokenise');
+    const data = randomBytes(15 * 1024 * 1024).toString('base64');
+    const { response } = await account.sdk.messages
+      .create({
+        model: llama,
+        max_tokens: 16,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data } },
+              { type: 'text', text: 'What is this?' },
+            ],
+          },
+        ],
+      })
+      .withResponse();
+    const upstream = await upstreamRequestOf(simOpenAI, response.headers.get('request-id')!);
+    const url = (upstream.body as { messages: { content: { image_url?: { url: string } }[] }[] }).messages[0]!
+      .content[0]!.image_url!.url;
+    const expected = `data:image/jpeg;base64,${data}`;
+    expect({ length: url.length, sha256: sha256(url) }).toEqual({ length: expected.length, sha256: sha256(expected) });
+  }, 120_000);
+
   it('OpenAI pool: a PDF is refused with a clear 400 naming the block, and nothing is sent upstream', async () => {
     const account = await liveAccount();
     for (const document of [blocks[2]!, blocks[3]!]) {
