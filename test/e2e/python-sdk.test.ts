@@ -15,6 +15,8 @@ const suite = join(repoRoot, 'test', 'python');
 
 interface Finished {
   code: number | null;
+  stdout: string;
+  /** stdout and stderr, for a failure's message. */
   output: string;
 }
 
@@ -26,7 +28,9 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs:
       { cwd: repoRoot, env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-        resolve({ code, output: `${stdout}${stderr}` });
+        // Without an exit code the process did not run or was killed (the timeout): the error says which.
+        const reason = error && code === null ? `${error.message}\n` : '';
+        resolve({ code, stdout, output: `${reason}${stdout}${stderr}` });
       },
     );
   });
@@ -36,7 +40,7 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs:
 async function venvPython(): Promise<string> {
   const made = await run('bash', [join(suite, 'venv.sh')], process.env, 240_000);
   if (made.code !== 0) throw new Error(`test/python/venv.sh failed:\n${made.output}`);
-  return made.output.trim().split('\n').pop()!;
+  return made.stdout.trim();
 }
 
 async function createKey(accountId: string, environment: 'live' | 'test'): Promise<string> {
