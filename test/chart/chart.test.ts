@@ -496,20 +496,35 @@ describe('gateway YAML and OTLP', () => {
     );
   }
 
-  test('every pod carries the config checksum, which changes with the config and only then', () => {
+  function editedConfig(): string {
     const changed = join(workDir, 'changed.yaml');
     const defaults = parse(readFileSync(join(chartDir, 'values.yaml'), 'utf8')) as { gatewayConfig: string };
     writeFileSync(
       changed,
       `gatewayConfig: |\n  ${defaults.gatewayConfig.trimEnd().split('\n').join('\n  ')}\n  # edited\n`,
     );
-    const before = checksums(render());
-    const after = checksums(render('-f', changed));
+    return changed;
+  }
+
+  test('by default a config change leaves every pod template as it was: the services reload the mounted file', () => {
+    const changed = editedConfig();
+    const podsOf = (manifests: Manifest[]) =>
+      JSON.stringify(podTemplates(manifests).filter((manifest) => manifest.kind !== 'Job'));
+    expect(checksums(render())).toEqual(new Set([undefined]));
+    expect(podsOf(render('-f', changed))).toBe(podsOf(render()));
+    expect(named(render('-f', changed), 'ConfigMap', `${prefix}-config`).data?.['gateway.yaml']).toContain('# edited');
+  });
+
+  test('with gatewayConfigRollout restart every pod carries the config checksum, which changes with the config and only then', () => {
+    const changed = editedConfig();
+    const restart = ['--set', 'gatewayConfigRollout=restart'];
+    const before = checksums(render(...restart));
+    const after = checksums(render(...restart, '-f', changed));
     expect(before.size).toBe(1);
+    expect([...before][0]).toMatch(/^[0-9a-f]{64}$/);
     expect(after.size).toBe(1);
     expect([...after][0]).not.toBe([...before][0]);
-    expect(checksums(render('--set', 'logLevel=debug'))).toEqual(before);
-    expect(named(render('-f', changed), 'ConfigMap', `${prefix}-config`).data?.['gateway.yaml']).toContain('# edited');
+    expect(checksums(render(...restart, '--set', 'logLevel=debug'))).toEqual(before);
   });
 
   test('OTLP settings reach every service only when an endpoint is set', () => {

@@ -121,9 +121,16 @@ capabilities:
   drop: [ALL]
 {{- end }}
 
-{{/* Pod annotations: the config checksum rolls every pod when the gateway YAML changes. */}}
+{{/*
+Pod annotations: with gatewayConfigRollout "restart", the config checksum rolls every pod when the gateway
+YAML changes; with "reload" the services take the mounted file as it changes and the pods stay.
+*/}}
 {{- define "gateway.podAnnotations" -}}
+{{- if eq .root.Values.gatewayConfigRollout "restart" }}
 checksum/gateway-config: {{ .root.Values.gatewayConfig | sha256sum }}
+{{- else }}
+gateway/config-rollout: reload
+{{- end }}
 {{- end }}
 
 {{- define "gateway.volumeMounts" -}}
