@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration fuzz bench bench-quota bench-pii bench-gateway clean
+.PHONY: help deps build gen lint up down test test-unit test-integration fuzz soak bench bench-quota bench-pii bench-gateway clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
@@ -49,6 +49,13 @@ test: lint
 # to replay a run. It needs the tests' infrastructure and stack, started as `make test` starts them.
 fuzz: build
 	bash test/fuzz/run.sh
+
+# Not part of `make test`: SOAK_MINUTES (30) of mixed traffic with a fault every few minutes against a stack of
+# real processes of its own (.local/soak, ports 24000-24432), then exact usage, no lease held and flat memory
+# are checked and printed (test/soak; docs/performance.md).
+soak: build
+	bash deploy/local/infra.sh tools
+	nice -n 10 pnpm exec jest --config jest.soak.config.js --runInBand
 
 # Benchmarks are not tests: `make test` never runs them. They use the PostgreSQL and Redis on loopback
 # named by DATABASE_URL and REDIS_URL, read from the infra.env of the tests' (or `make up`'s)

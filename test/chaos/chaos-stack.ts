@@ -26,11 +26,16 @@ import type { Infra, InfraPorts, Ports, StackOptions, StateDir } from '@gw/local
  * A whole stack of its own for the chaos tests, which stop and start infrastructure: its own state
  * directory, its own PostgreSQL, Redis and Kafka (infra.sh on other ports) and its own service ports.
  * Nothing here touches the tests' shared infrastructure or a developer's `make up`.
+ * CHAOS_STATE_DIR and CHAOS_PORT_BASE move it (the soak run, test/soak, uses them to run beside the suite).
  */
-export const chaosState: StateDir = stateDir(join(repoRoot, '.local', 'chaos'));
-export const chaosInfraPorts: InfraPorts = { postgres: 23432, redis: 23379, kafka: 23092 };
-/** 13080, 13081, 55051-55055, 14464-14469, 14101-14102: none on fetch's bad-port list. */
-export const chaosPortBase = 23_000;
+export const chaosState: StateDir = stateDir(process.env.CHAOS_STATE_DIR ?? join(repoRoot, '.local', 'chaos'));
+/** 23000-23033 and 23092-23432 by default: none on fetch's bad-port list, all below the ephemeral range. */
+export const chaosPortBase = Number(process.env.CHAOS_PORT_BASE ?? 23_000);
+export const chaosInfraPorts: InfraPorts = {
+  postgres: chaosPortBase + 432,
+  redis: chaosPortBase + 379,
+  kafka: chaosPortBase + 92,
+};
 
 export type InfraComponent = 'postgres' | 'kafka' | 'redis';
 export type ServiceName = 'metering' | 'ingress';
