@@ -11,6 +11,7 @@ help:
 	@echo "make down   stop what make up started"
 	@echo "make test   lint, unit, integration and end-to-end tests"
 	@echo "make fuzz   a longer run of the HTTP fuzz suite (FUZZ_RUNS, FUZZ_SEED); not part of make test"
+	@echo "make soak   SOAK_MINUTES (30) of mixed traffic and faults, then exact usage, no lease, flat memory; not part of make test"
 	@echo "make bench  benchmarks (bench/README.md); not part of make test"
 
 deps: node_modules/.installed
