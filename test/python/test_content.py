@@ -297,3 +297,41 @@ def test_tokenise_restores_the_originals_in_thinking_too(model: str) -> None:
     sim_url = SIM_ANTHROPIC_EU if model == MODEL else SIM_OPENAI_EU
     sent = upstream_request(sim_url, "today")
     assert email not in json.dumps(sent["body"])
+
+
+def test_openai_cached_tokens_are_cache_reads() -> None:
+    """A chat completions server reports prefix-cache hits as cached prompt tokens: cache reads, out of the input."""
+    marker = "openai-cache-marker"
+    system = [{"type": "text", "text": "A system prompt.", "cache_control": {"type": "ephemeral"}}]
+    client, _ = sync_client(LIVE_KEY)
+    with client:
+        plain = client.messages.create(**ask(marker, OPENAI_MODEL, max_tokens=64, system=system))
+        cached = client.messages.create(**ask(f"{marker} sim:cache-read=6", OPENAI_MODEL, max_tokens=64, system=system))
+    assert plain.usage.cache_read_input_tokens in (0, None)
+    assert cached.usage.cache_read_input_tokens == 6
+    assert cached.usage.cache_creation_input_tokens in (0, None)
+    # The protocol has no cache_control: it is not sent on.
+    assert "cache_control" not in json.dumps(upstream_request(SIM_OPENAI_EU, marker)["body"])
+
+
+def test_privacy_modes_scan_text_and_leave_images_and_documents_alone() -> None:
+    email = "jane.doe@example.com"
+    marker = "private-media-marker"
+    media = [
+        # Data and URL sources stay byte for byte, even a URL holding an email address and a phone number.
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}},
+        {"type": "image", "source": {"type": "url", "url": f"https://example.com/{email}/555-0100.png"}},
+    ]
+    key = create_key(environment="live", privacy_mode="tokenise")["key"]
+    client, _ = sync_client(key)
+    with client:
+        message = client.messages.create(
+            model=MODEL,
+            max_tokens=64,
+            messages=[{"role": "user", "content": [*media, {"type": "text", "text": f"{marker} mail {email}"}]}],
+        )
+    assert blocks(message) == [{"type": "text", "text": f"{marker} mail {email}"}]
+    sent = upstream_request(SIM_ANTHROPIC_EU, marker)["body"]["messages"][0]["content"]
+    assert sent[:3] == media
+    assert email not in sent[3]["text"] and sent[3]["text"].startswith(f"{marker} mail ")
