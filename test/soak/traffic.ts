@@ -52,12 +52,10 @@ export async function send(
   key: string,
   accountId: string,
   kind: RequestKind,
-  options: { stream: boolean; abandonAfter?: number; directives?: string; maxTokens?: number; signal?: AbortSignal },
+  options: { stream: boolean; abandonAfter?: number; directives?: string; maxTokens?: number },
 ): Promise<Outcome> {
   const controller = new AbortController();
-  const abort = () => controller.abort();
-  options.signal?.addEventListener('abort', abort);
-  const timeout = setTimeout(abort, 60_000);
+  const timeout = setTimeout(() => controller.abort(), 60_000);
   try {
     const response = await fetch(`${baseUrl}/v1/messages`, {
       method: 'POST',
@@ -85,7 +83,6 @@ export async function send(
     return { ending: 'no-answer', accountId, kind };
   } finally {
     clearTimeout(timeout);
-    options.signal?.removeEventListener('abort', abort);
   }
 }
 
