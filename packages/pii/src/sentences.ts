@@ -34,8 +34,14 @@ const ABBREVIATIONS = new Set([
 
 /** Letters with dots between them: "e.g", "i.e", "d.o.b", "U.S", "z.B" (the final dot is the one looked at). */
 const DOTTED = /^(?:\p{L}{1,2}\.)+\p{L}{1,2}$/u;
-/** Sentence punctuation followed by whitespace, or a line break. */
-const CANDIDATE = /([.!?…]+)["'”’)\]]*(?=\s)|\n/g;
+/**
+ * The last mark of sentence punctuation before whitespace (closing quotes or brackets may come between; group 1),
+ * or a line break. One character per match and a lookahead over closers only, so that a flood of dots or quotes
+ * costs linear time (a `[.!?…]+` before a failing lookahead backtracks over the whole run at every start).
+ */
+const CANDIDATE = /[.!?…](?=(["'”’)\]]*)\s)|\n/g;
+
+const isPunctuationCode = (unit: number): boolean => unit === 46 || unit === 33 || unit === 63 || unit === 0x2026;
 
 const isSpaceCode = (unit: number): boolean => unit === 32 || unit === 9 || unit === 13 || unit === 12;
 
@@ -75,9 +81,10 @@ export function sentenceCuts(text: string): number[] {
       if (!lineEndsWithColon(text, match.index)) cuts.push(match.index);
       continue;
     }
-    const punctuation = match[1]!;
-    if (punctuation === '.' && !dotEndsSentence(text, match.index)) continue;
-    cuts.push(match.index + match[0].length);
+    // A lone '.' may belong to an abbreviation; '!', '?', '…' and runs of marks ("...", "?!") always end one.
+    const lone = match[0] === '.' && !isPunctuationCode(text.charCodeAt(match.index - 1));
+    if (lone && !dotEndsSentence(text, match.index)) continue;
+    cuts.push(match.index + 1 + match[1]!.length);
   }
   return cuts;
 }

@@ -16,6 +16,17 @@ function repeat(unit: string, size: number): string {
   return unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
 }
 
+/**
+ * A value of every type first, so that every detector asks for its context and the sentence ends are found,
+ * then `unit` repeated: floods for the sentence scan.
+ */
+const VALUES =
+  'PESEL 44051401359, jane@example.com, 4111 1111 1111 1111, 81.2.69.160, SW1A 1AA, AB123456C, ' +
+  'NHS 943 476 5919, born 12/03/1980, passport AB1234567, GB82 WEST 1234 5698 7654 32, 12345678Z ';
+function afterValues(unit: string): (size: number) => string {
+  return (size) => VALUES + repeat(unit, size - VALUES.length);
+}
+
 /** Deterministic pseudo-random text over an alphabet (LCG), so failures reproduce. */
 function random(alphabet: string, seed: number): (size: number) => string {
   return (size) => {
@@ -64,6 +75,13 @@ const ADVERSARIAL: Record<string, (size: number) => string> = {
   zeroWidthDigits: (size) => repeat('1\u200b', size),
   fullwidthDigits: (size) => repeat('１ ', size),
   arabicDigits: (size) => repeat('٤ ', size),
+  sentenceDots: afterValues('.'),
+  sentenceQuotes: afterValues('."'),
+  sentenceCloserFlood: (size) => VALUES + '.' + repeat('"', size - VALUES.length - 1),
+  sentenceMarks: afterValues('!?…'),
+  abbreviations: afterValues('Dr. '),
+  dottedLetters: afterValues('e.g. '),
+  labelLines: afterValues(' :\n'),
   mixed: random('0123456789 .-/+()@:abcdefABXZ', 11),
   mixedUnicode: random('0١２ \u200b-–.@aА:', 13),
 };
