@@ -77,8 +77,8 @@ describe('the official Python SDK', () => {
       // Nothing written into the repository: no bytecode, no pytest cache.
       PYTHONDONTWRITEBYTECODE: '1',
     };
-    // The report of every test, with its time, beside the stack's logs.
-    const report = join(h.logsDir, 'python-sdk-junit.xml');
+    // The report of every test, with its time, in the run's state directory (emptied by the next run).
+    const report = join(repoRoot, '.local', 'e2e', 'python-sdk-junit.xml');
     const result = await run(
       python,
       ['-m', 'pytest', '-p', 'no:cacheprovider', '-rfEs', `--junitxml=${report}`, suite],
