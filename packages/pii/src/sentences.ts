@@ -35,34 +35,39 @@ const ABBREVIATIONS = new Set([
 /** Letters with dots between them: "e.g", "i.e", "d.o.b", "U.S", "z.B" (the final dot is the one looked at). */
 const DOTTED = /^(?:\p{L}{1,2}\.)+\p{L}{1,2}$/u;
 /**
- * The last mark of sentence punctuation before whitespace (closing quotes or brackets may come between; group 1),
- * or a line break. One character per match and a lookahead over closers only, so that a flood of dots or quotes
- * costs linear time (a `[.!?…]+` before a failing lookahead backtracks over the whole run at every start).
+ * A mark of sentence punctuation, closing quotes or brackets, and whitespace; or a line break. One mark per match,
+ * so that a flood of dots or quotes costs linear time (a `[.!?…]+` before a failing lookahead backtracks over the
+ * whole run at every start). A line break right after a mark is part of that match: one cut, at the mark.
  */
-const CANDIDATE = /[.!?…](?=(["'”’)\]]*)\s)|\n/g;
+const CANDIDATE = /[.!?…]["'”’)\]]*\s|\n/g;
 
 const isPunctuationCode = (unit: number): boolean => unit === 46 || unit === 33 || unit === 63 || unit === 0x2026;
 
 const isSpaceCode = (unit: number): boolean => unit === 32 || unit === 9 || unit === 13 || unit === 12;
 
-/** The word ending just before `dot` (letters, digits and inner dots), at most 24 characters. */
-function wordBefore(text: string, dot: number): string {
+/** Longer words are never abbreviations ('approx' is the longest) unless dotted ("d.o.b"). */
+const LONGEST_ABBREVIATION = 6;
+
+/** Where the word ending just before `dot` starts (letters, digits and inner dots), at most 24 characters back. */
+function wordStart(text: string, dot: number): number {
   let start = dot;
   while (start > 0 && dot - start < 24) {
     const unit = text.charCodeAt(start - 1);
     if (isSpaceCode(unit) || unit === 10 || unit === 40 || unit === 34 || unit === 39) break;
     start -= 1;
   }
-  return text.slice(start, dot);
+  return start;
 }
 
 function dotEndsSentence(text: string, dot: number): boolean {
-  const word = wordBefore(text, dot);
-  if (word.length === 0) return true;
+  const start = wordStart(text, dot);
+  if (start === dot) return true;
+  // Most sentences end with a plain word longer than any abbreviation: decided without a copy or a regex.
+  if (dot - start > LONGEST_ABBREVIATION && text.lastIndexOf('.', dot - 1) < start) return true;
+  const word = text.slice(start, dot);
   if (DOTTED.test(word)) return false;
-  const lower = word.toLowerCase();
   // An initial ("J. Smith") or an abbreviation.
-  if (/^\p{L}$/u.test(word) || ABBREVIATIONS.has(lower)) return false;
+  if (/^\p{L}$/u.test(word) || ABBREVIATIONS.has(word.toLowerCase())) return false;
   return true;
 }
 
@@ -82,9 +87,15 @@ export function sentenceCuts(text: string): number[] {
       continue;
     }
     // A lone '.' may belong to an abbreviation; '!', '?', '…' and runs of marks ("...", "?!") always end one.
-    const lone = match[0] === '.' && !isPunctuationCode(text.charCodeAt(match.index - 1));
-    if (lone && !dotEndsSentence(text, match.index)) continue;
-    cuts.push(match.index + 1 + match[1]!.length);
+    const lone = text.charCodeAt(match.index) === 46 && !isPunctuationCode(text.charCodeAt(match.index - 1));
+    const whitespace = match.index + match[0].length - 1;
+    if (lone && !dotEndsSentence(text, match.index)) {
+      // "Tel.\n…": not the end of a sentence, but still the end of a line.
+      if (text.charCodeAt(whitespace) === 10) cuts.push(whitespace);
+      continue;
+    }
+    // The cut goes after the closers, before the whitespace.
+    cuts.push(whitespace);
   }
   return cuts;
 }
