@@ -17,12 +17,8 @@ import { admin } from './http';
  * slow streams open, 4 MB/s of refused upload) raised it 1.0–1.8× there. Each attack's pace is in
  * `edgeAttacks`.
  *
- * Bodies of 4 MB have a test of their own. Ingress (validation, JSON, two gRPC sends over TLS) and the
- * router (JSON, the stub's hash) work on a whole body on their event loops, about 25 and 30 ms per 4 MB
- * body there, and every request of every account waits behind that: at one body a second B's p99 was
- * 2.3–2.8× its quiet p99, and even at one every 9 s a few of B's requests met a stall each time, enough
- * to take its p99 past 2×. That bound is out of reach until the body work leaves those event loops, so
- * that test holds B's p95 to it, and every request of B must still succeed.
+ * Bodies of 4 MB have a test of their own, at one body every 4 s: ingress checks a large body, and the router
+ * reads a test key's, on worker threads, so that their event loops only copy such a body and pass it on.
  */
 const h = harness();
 const model = 'claude-sonnet-5';
@@ -440,7 +436,7 @@ describe('a hostile tenant', () => {
     expect(percentile(outcome.attacked, 0.99)).toBeLessThanOrEqual(2 * percentile(outcome.quiet, 0.99));
   }, 90_000);
 
-  it("leaves another account's requests whole, and most within twice their quiet p99, while it sends 4 MB bodies in redact mode", async () => {
+  it("leaves another account's requests whole and within twice their quiet p99 while it sends 4 MB bodies in redact mode", async () => {
     const body = ask(
       'Reach alice.smith@example.com or +44 20 7946 0958 about card 4111 1111 1111 1111. '.repeat(50_000),
     );
@@ -461,6 +457,6 @@ describe('a hostile tenant', () => {
     await expectAttacksAnswered(attacks, outcome);
     expect(outcome.failures).toEqual([]);
     expect(outcome.attacked.length).toBeGreaterThan((attackWindowMs / victimPeriodMs) * 0.5);
-    expect(percentile(outcome.attacked, 0.95)).toBeLessThanOrEqual(2 * percentile(outcome.quiet, 0.99));
+    expect(percentile(outcome.attacked, 0.99)).toBeLessThanOrEqual(2 * percentile(outcome.quiet, 0.99));
   }, 90_000);
 });
