@@ -46,13 +46,25 @@ stage helm bash -c 'bash deploy/install-helm.sh >/dev/null'
 stage kubeconform bash -c 'bash deploy/install-kubeconform.sh >/dev/null'
 # promtool for the alert rules' tests (Debian's package, unpacked and cached).
 stage promtool bash -c 'bash deploy/observability/promtool.sh install >/dev/null'
+# The Kubernetes control plane of the cluster test: etcd from Debian, kube-apiserver, controller manager,
+# scheduler and kwok built from their Go modules once (the cold build is the long part of a first run),
+# then cached outside the repository.
+stage control-plane bash -c 'bash deploy/cluster/install-control-plane.sh >/dev/null'
 stage unit pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
+# The chart installed, upgraded, rolled back and uninstalled on that control plane (fake kwok nodes).
+stage cluster pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/cluster.test.ts \
+  --json --outputFile="$results/cluster.json"
+# The six images (podman; the base image made locally when no registry answers); they print their sizes.
+stage images bash deploy/images/build.sh
 stage infrastructure bash deploy/local/infra.sh up
 set -a
 # shellcheck disable=SC1091
 source "$GW_STATE_DIR/infra.env"
 set +a
 stage integration pnpm exec jest --config jest.integration.config.js --runInBand --json --outputFile="$results/integration.json"
+# The images run with podman against the same infrastructure, on ports of their own (22000+).
+stage images-run pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/images-run.test.ts \
+  --json --outputFile="$results/images-run.json"
 # Chaos tests: they stop and start infrastructure, so they run on a stack of their own
 # (.local/chaos, other ports), which they start and stop themselves.
 stage chaos pnpm exec jest --config jest.chaos.config.js --runInBand --json --outputFile="$results/chaos.json"
