@@ -263,7 +263,7 @@ class Run {
         tracingEnv: {
           OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
           OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-          OTEL_TRACES_SAMPLER: 'always_on',
+          OTEL_TRACES_SAMPLER: settings.BENCH_TRACING_SAMPLER,
         },
       },
     ];
@@ -318,7 +318,9 @@ class Run {
     ];
     const [off, on] = results as [(typeof results)[number], (typeof results)[number]];
     print();
-    print('tracing off and on (always-on sampler, OTLP/HTTP protobuf to a receiver in this process)');
+    print(
+      `tracing off and on (${settings.BENCH_TRACING_SAMPLER} sampler, OTLP/HTTP protobuf to a receiver in this process)`,
+    );
     formatTable(
       ['figure', 'off', 'on', 'difference'],
       figures.map(([name, value, digits]) => [

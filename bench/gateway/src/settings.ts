@@ -49,6 +49,14 @@ const schema = z.object({
    * over OTLP/HTTP to a receiver in this process), and the two are printed side by side.
    */
   BENCH_TRACING: z.enum(['off', 'compare'], { error: 'expected off or compare' }).default('off'),
+  /**
+   * The sampler of the comparison's traced stack: always_on (every request's spans recorded and
+   * exported), or always_off (context carried across every hop, but no span recorded), which tells the
+   * cost of recording and exporting from that of carrying the context.
+   */
+  BENCH_TRACING_SAMPLER: z
+    .enum(['always_on', 'always_off'], { error: 'expected always_on or always_off' })
+    .default('always_on'),
   /** The throughput step of the tracing comparison: its closed-loop concurrency. */
   BENCH_TRACING_CONCURRENCY: env.positiveInt(32),
   /** Where to keep the .cpuprofile files (for Chrome DevTools); by default they go with the run's temporary directory. */
