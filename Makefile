@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration fuzz soak bench bench-quota bench-pii bench-gateway clean
+.PHONY: help deps build gen lint up down test test-unit test-integration fuzz soak bench bench-quota bench-pii bench-gateway images kind clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
@@ -13,6 +13,8 @@ help:
 	@echo "make fuzz   a longer run of the HTTP fuzz suite (FUZZ_RUNS, FUZZ_SEED); not part of make test"
 	@echo "make soak   SOAK_MINUTES (30) of mixed traffic and faults, then exact usage, no lease, flat memory; not part of make test"
 	@echo "make bench  benchmarks (bench/README.md); not part of make test"
+	@echo "make images the six container images, with podman (docs/deployment.md)"
+	@echo "make kind   a kind cluster with the images and the chart, for users with Docker (docs/deployment.md)"
 
 deps: node_modules/.installed
 
@@ -83,6 +85,15 @@ bench-pii: deps
 bench-gateway: build
 	pnpm exec tsc -b bench/gateway
 	node bench/gateway/dist/main.js
+
+# The services' container images, built with podman from services/*/Dockerfile; prints their sizes.
+images:
+	bash deploy/images/build.sh
+
+# A local Kubernetes cluster in Docker (kind): the images loaded, dev PostgreSQL, Redis and Kafka in the
+# cluster, the chart installed with its dev values. Needs Docker and kind; see docs/deployment.md.
+kind: images
+	bash deploy/kind/kind.sh
 
 clean:
 	rm -rf node_modules */*/node_modules */*/dist packages/pii/bench/dist packages/proto/src/gen
