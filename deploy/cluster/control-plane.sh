@@ -5,6 +5,7 @@
 # nothing touches the host's network, iptables or cgroups.
 #
 #   deploy/cluster/control-plane.sh up STATE_DIR     starts it, writes STATE_DIR/kubeconfig, waits until ready
+#                                                    (kubectl: <install-control-plane.sh's directory>/bin/kubectl)
 #   deploy/cluster/control-plane.sh down STATE_DIR   stops what `up` started (by the pids it recorded), removes STATE_DIR
 #
 # The binaries come from deploy/cluster/install-control-plane.sh (built once, cached).
@@ -85,9 +86,9 @@ up() {
   local bin_dir tools
   tools="$(bash deploy/cluster/install-control-plane.sh)"
   bin_dir="$tools/bin"
+  kubectl() { "$bin_dir/kubectl" "$@"; }
   command -v etcd >/dev/null || die "etcd is not installed"
   command -v openssl >/dev/null || die "openssl is not installed"
-  command -v kubectl >/dev/null || die "kubectl is not installed"
   for port in "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$CONTROLLER_MANAGER_PORT" "$SCHEDULER_PORT"; do
     if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then die "port $port is in use: another cluster test running?"; fi
   done

