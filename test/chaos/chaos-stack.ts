@@ -157,6 +157,22 @@ export async function superviseService(stack: ChaosStack, name: ServiceName): Pr
   return true;
 }
 
+/**
+ * Starts whatever of the stack is not running (infrastructure, then services), so that a test file
+ * finds the stack whole whatever the files before it stopped and left stopped.
+ */
+export async function startWhatStopped(stack: ChaosStack): Promise<void> {
+  await restartInfra();
+  // Not startServices: its migrations are an ES module, which a test file's sandbox cannot import.
+  const specs = processSpecs(stack.options);
+  for (const spec of specs) {
+    if ((await pidOf(chaosState, spec.name)) !== undefined) continue;
+    log(`${spec.name} was not running; starting it`);
+    await startProcess(chaosState, repoRoot, spec);
+  }
+  await waitHealthy(chaosState, specs, 90_000);
+}
+
 /** Stops whatever a previous, interrupted run of this state directory left running. */
 async function stopLeftovers(): Promise<void> {
   if (!existsSync(chaosState.root)) return;

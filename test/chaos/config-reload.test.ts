@@ -1,7 +1,7 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { waitUntil } from '@gw/testing';
-import { chaosGatewayConfig, chaosStack, chaosState } from './chaos-stack';
+import { chaosGatewayConfig, chaosStack, chaosState, startWhatStopped } from './chaos-stack';
 import type { ChaosStack } from './chaos-stack';
 
 /**
@@ -19,7 +19,8 @@ const services = ['ingress', 'auth', 'policy', 'quota', 'router', 'metering'] as
 beforeAll(async () => {
   stack = chaosStack();
   original = await readFile(chaosGatewayConfig, 'utf8');
-});
+  await startWhatStopped(stack);
+}, 180_000);
 
 /** Replaces the file whole, as the kubelet's symlink swap or an editor's rename does. */
 async function replaceConfig(text: string): Promise<void> {
@@ -75,6 +76,7 @@ const newModel = `  - alias: claude-sonnet-6
 describe('the gateway YAML changed while the stack runs', () => {
   afterAll(async () => {
     // Later tests run on the file the stack started with.
+    if ((await readFile(chaosGatewayConfig, 'utf8')) === original) return;
     const before = await reloads('applied');
     await replaceConfig(original);
     await waitUntil(

@@ -1,6 +1,6 @@
 import { stopChaosStack } from './chaos-stack';
 
-/** Safety net: the test file stops the stack in its afterAll; this stops it if that never ran. */
+/** Stops the stack the global setup started, once every test file has used it. */
 export default async function globalTeardown(): Promise<void> {
   await stopChaosStack();
 }

@@ -17,7 +17,6 @@ import {
   restartInfra,
   servicePid,
   startService,
-  stopChaosStack,
   stopInfraComponent,
   superviseService,
 } from './chaos-stack';
@@ -326,15 +325,10 @@ async function spawnIngressInPidNamespace(name: string, spoolDir: string): Promi
 }
 
 describe('metering under faults: every completed request counted exactly once', () => {
-  // The global setup started the stack; this file stops it, whatever happened (the global teardown
-  // stops it again if this file never ran).
+  // The global setup started the stack and the global teardown stops it: other files use it too.
   beforeAll(() => {
     stack = chaosStack();
   });
-
-  afterAll(async () => {
-    await stopChaosStack();
-  }, 180_000);
 
   // A fault test that failed half-way may have left a component down: every test starts whole.
   beforeEach(async () => {
