@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitUntil } from '@gw/testing';
@@ -191,7 +191,6 @@ async function createClusterObjects(): Promise<void> {
 }
 
 beforeAll(async () => {
-  rmSync(stateDir, { recursive: true, force: true });
   mkdirSync(join(repoRoot, '.local'), { recursive: true });
   helmBinary = (await run('bash', [join(repoRoot, 'deploy', 'install-helm.sh')])).stdout.trim();
   // Built and cached by the control-plane stage of make test; prints its directory.
