@@ -69,4 +69,7 @@ for service in "${services[@]}"; do
   size="$(podman image inspect --format '{{.Size}}' "$PREFIX$service:$TAG")"
   printf '%-40s %7s MB\n' "$PREFIX$service:$TAG" "$((size / 1000000))"
 done
+# Every rebuild after a source change leaves the previous compile layers untagged; those older than a day
+# go, so that the cache of recent builds stays and the disk does not fill run after run.
+podman image prune --force --filter until=24h >/dev/null || log "warning: podman image prune failed"
 log "done in $((SECONDS - started)) s"
