@@ -1,5 +1,3 @@
-import { readFile, readlink } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { Client } from 'pg';
@@ -78,32 +76,11 @@ async function liveKey(accountId: string, name: string): Promise<{ id: string; k
   });
 }
 
-/** Redis of the stack stopped by the pid infra.sh recorded (SIGTERM: it saves and exits), as chaos does. */
-async function stopRedis(): Promise<void> {
-  const pid = Number((await readFile(join(chaosState.run, 'redis.pid'), 'utf8')).split('\n')[0]);
-  const cwd = await readlink(`/proc/${pid}/cwd`).catch(() => '');
-  if (!Number.isInteger(pid) || pid <= 0 || cwd !== join(chaosState.root, 'redis')) {
-    throw new Error(`redis: no running process of the stack (pid file says ${pid}, cwd ${cwd || 'none'})`);
-  }
-  process.kill(pid, 'SIGTERM');
-  await waitUntil(
-    () => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    },
-    { what: `redis (pid ${pid}) to exit`, timeoutMs: 60_000, intervalMs: 100 },
-  );
-}
-
 async function inject(fault: Fault): Promise<string> {
   const started = Date.now();
   switch (fault) {
     case 'redis restart':
-      await stopRedis();
+      await stopInfraComponent('redis');
       await restartInfra();
       break;
     case 'kafka restart':
