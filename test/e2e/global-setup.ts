@@ -76,13 +76,6 @@ export default async function globalSetup(): Promise<void> {
       // Requests from 127.0.0.2 play a load balancer; from 127.0.0.1, a client that may spoof headers.
       ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32' },
       grpcTls,
-      // Every service traces to the port the tracing test listens on (OTLP/JSON, short batches); while
-      // no test listens, exports fail at once and their spans are dropped.
-      tracingEnv: {
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ports.traces.otlpHttp}`,
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-        OTEL_BSP_SCHEDULE_DELAY: '200',
-      },
     });
   } catch (error) {
     // Jest runs no teardown after a failed setup: leave nothing running.
@@ -106,7 +99,6 @@ export default async function globalSetup(): Promise<void> {
       Object.entries(ports.metrics).map(([service, port]) => [service, `http://127.0.0.1:${port}/metrics`]),
     ),
     logsDir: state.logs,
-    tracesReceiverPort: ports.traces.otlpHttp,
     replica: {
       redisUrl: required('REDIS_URL'),
       kafkaBrokers,

@@ -19,8 +19,6 @@ export interface Harness {
   /** Prometheus endpoints by service name. */
   metricsUrls: Record<string, string>;
   logsDir: string;
-  /** Where every service of the stack posts its spans (OTLP/JSON): the tracing test listens there. */
-  tracesReceiverPort: number;
   /** What a test needs to start more replicas of ingress and quota beside the stack's own. */
   replica: {
     redisUrl: string;

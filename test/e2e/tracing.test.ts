@@ -1,8 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createKafka, ensureTopics } from '@gw/kafka';
+import {
+  portsFromBase,
+  processSpecs,
+  repoRoot,
+  serviceNames,
+  startProcess,
+  stateDir,
+  stopServices,
+  waitHealthy,
+} from '@gw/local-stack';
 import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
@@ -10,6 +21,50 @@ import type { RawResponse } from './http';
 
 const h = harness();
 const model = 'claude-sonnet-5';
+
+/**
+ * A traced stack of its own beside the shared one (which traces nothing, so that the other tests pay
+ * nothing for tracing): the same database and infrastructure, its own ports, topic, consumer group and
+ * state, every service exporting OTLP/JSON in short batches to the receiver this test starts.
+ */
+const ports = portsFromBase(21_200);
+const state = stateDir(join(repoRoot, '.local', 'e2e-tracing'));
+const usageTopic = 'gateway.usage.v1.e2e-tracing';
+const stack = {
+  adminUrl: `http://127.0.0.1:${ports.admin}`,
+  adminToken: `gw_operator_${randomBytes(24).toString('base64url')}`,
+};
+const baseUrl = `http://127.0.0.1:${ports.http}`;
+
+async function startTracedStack(): Promise<void> {
+  await rm(state.root, { recursive: true, force: true });
+  await mkdir(state.root, { recursive: true });
+  const kafka = createKafka({ brokers: h.kafkaBrokers, clientId: 'e2e-tracing', log: () => undefined });
+  await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 1 }]);
+  // Not startServices: its migrations are an ES module, which a test file's sandbox cannot import (the
+  // global setup migrated the database already).
+  const specs = processSpecs({
+    repoRoot,
+    state,
+    ports,
+    infra: { databaseUrl: h.databaseUrl, redisUrl: h.replica.redisUrl, kafkaBrokers: h.replica.kafkaBrokers },
+    secrets: { ADMIN_TOKEN: stack.adminToken, KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}` },
+    gatewayConfig: h.replica.gatewayConfig,
+    usageTopic,
+    consumerGroup: 'gateway-metering-e2e-tracing',
+    logLevel: 'debug',
+    // Requests from 127.0.0.2 play a load balancer; from 127.0.0.1, a client.
+    ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32' },
+    grpcTls: h.grpcTls,
+    tracingEnv: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ports.traces.otlpHttp}`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+    },
+  });
+  for (const spec of specs) await startProcess(state, repoRoot, spec);
+  await waitHealthy(state, specs, 90_000);
+}
 
 /** A span as OTLP/JSON carries it (ids in hex), with the service that sent it. */
 interface ReceivedSpan {
@@ -97,8 +152,8 @@ const kind = { server: 2, client: 3, producer: 4, consumer: 5 };
 
 /** A live key of its own (a verification by auth, not ingress's cache) whose privacy mode has policy read the text. */
 async function freshKey(): Promise<string> {
-  const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: 'tracing', plan: 'pro' });
-  const key = await admin<{ key: string }>(h, 'POST', '/keys', {
+  const account = await admin<{ id: string }>(stack, 'POST', '/accounts', { name: 'tracing', plan: 'pro' });
+  const key = await admin<{ key: string }>(stack, 'POST', '/keys', {
     account_id: account.body.id,
     name: 'tracing',
     environment: 'live',
@@ -114,7 +169,7 @@ function sendMessage(
   stream: boolean,
   options: { traceparent?: string; localAddress?: string } = {},
 ): Promise<RawResponse> {
-  return rawRequest(`${h.baseUrl}/v1/messages`, {
+  return rawRequest(`${baseUrl}/v1/messages`, {
     headers: {
       'x-api-key': key,
       'anthropic-version': '2023-06-01',
@@ -190,8 +245,14 @@ describe('tracing', () => {
   const receiver = new OtlpReceiver();
   const marker = `trace-marker-${randomUUID()}`;
 
-  beforeAll(() => receiver.listen(h.tracesReceiverPort));
-  afterAll(() => receiver.close());
+  beforeAll(async () => {
+    await receiver.listen(ports.traces.otlpHttp);
+    await startTracedStack();
+  }, 120_000);
+  afterAll(async () => {
+    await stopServices({ state }, serviceNames);
+    await receiver.close();
+  }, 60_000);
 
   it('a whole answer: one trace across every service, a forged traceparent from a client ignored', async () => {
     const forgedTraceId = hex(16);
@@ -225,16 +286,17 @@ describe('tracing', () => {
   it('the prompt reaches no span, attribute, event, log line or metric', async () => {
     expect(receiver.bodies.length).toBeGreaterThan(0);
     expect(receiver.bodies.filter((body) => body.includes(marker))).toEqual([]);
-    for (const file of await readdir(h.logsDir)) {
-      const log = await readFile(join(h.logsDir, file), 'utf8');
+    for (const file of await readdir(state.logs)) {
+      const log = await readFile(join(state.logs, file), 'utf8');
       expect({ file, hasMarker: log.includes(marker) }).toEqual({ file, hasMarker: false });
     }
-    for (const [service, url] of Object.entries(h.metricsUrls)) {
+    for (const [service, port] of Object.entries(ports.metrics)) {
+      const url = `http://127.0.0.1:${port}/metrics`;
       const exposition = await (await fetch(url)).text();
       expect({ service, hasMarker: exposition.includes(marker) }).toEqual({ service, hasMarker: false });
     }
     // Log lines written while a request's span was active carry its ids.
-    const ingressLog = await readFile(join(h.logsDir, 'ingress.log'), 'utf8');
+    const ingressLog = await readFile(join(state.logs, 'ingress.log'), 'utf8');
     const tracedLines = ingressLog.split('\n').filter((line) => line.includes('"trace_id"'));
     expect(tracedLines.length).toBeGreaterThan(0);
     for (const line of tracedLines) expect(line).toMatch(/"trace_id":"[0-9a-f]{32}","span_id":"[0-9a-f]{16}"/);
