@@ -279,6 +279,18 @@ describe('the images, run with podman', () => {
     expect(await healthy('ingress')).toBe(true);
   });
 
+  test("ingress serves the dashboard's assets from its image on the admin port", async () => {
+    const page = await fetch(`http://127.0.0.1:${ports.admin}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    const script = /<script[^>]+src="\/?([^"]+\.js)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`http://127.0.0.1:${ports.admin}/${script!}`);
+    expect(asset.status).toBe(200);
+    expect((await asset.text()).length).toBeGreaterThan(1000);
+  });
+
   test('the official SDK, whole and streamed, end to end; each request is metered', async () => {
     const whole = await sdk()
       .messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content: 'hello from the images' }] })
