@@ -26,6 +26,18 @@ export function traceViewerMode(value: string | undefined): TraceViewerMode {
 async function jaegerBinary(repoRoot: string, mode: TraceViewerMode): Promise<string | undefined> {
   if (mode === 'off') return undefined;
   const script = join(repoRoot, 'deploy/install-jaeger.sh');
+  if (mode === 'build') {
+    const cached = await run('bash', [script, '--cached']).then(
+      () => true,
+      () => false,
+    );
+    if (!cached) {
+      process.stdout.write(
+        'building the trace viewer (Jaeger) from the Go module proxy, once: several minutes ' +
+          '(GW_TRACE_VIEWER=off skips it)\n',
+      );
+    }
+  }
   try {
     const { stdout } = await run('bash', mode === 'cached' ? [script, '--cached'] : [script], {
       maxBuffer: 16 * 1024 * 1024,
