@@ -153,6 +153,8 @@ describe('a client that goes away mid-stream', () => {
     const key = await liveKey('pro', 'eu');
     const simEu = h.simUrls[0]!;
     const marker = `disconnect-${Date.now()}`;
+    // The log is polled below: bodies of earlier tests (some of tens of MiB) would make each poll slow.
+    await fetch(`${simEu}/_sim/requests`, { method: 'DELETE' });
     const stream = sdk(key).messages.stream({
       model,
       max_tokens: 256,
