@@ -11,6 +11,7 @@ import { createKafka, ensureTopics } from '@gw/kafka';
 import { portsFromBase, processSpecs, repoRoot, seedDemo, stackGrpcTransport, stateDir } from '@gw/local-stack';
 import type { StackTls } from '@gw/local-stack';
 import { createTestCertificateAuthority, waitUntil } from '@gw/testing';
+import { recreateDatabase } from '../support/database';
 
 /**
  * The images `make images` built, run with podman as the chart runs them (read-only root filesystem, the
@@ -77,20 +78,6 @@ function containerArgs(service: string, env: Record<string, string>, mounts: str
     ...Object.entries(env).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
     image(service),
   ];
-}
-
-async function recreateDatabase(adminUrl: string): Promise<string> {
-  const client = new Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${database}`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
 }
 
 async function removeContainers(): Promise<void> {
@@ -169,7 +156,7 @@ beforeAll(async () => {
   await mkdir(spool, { mode: 0o777 });
   await chmod(spool, 0o777);
 
-  databaseUrl = await recreateDatabase(required('DATABASE_URL'));
+  databaseUrl = await recreateDatabase(required('DATABASE_URL'), database);
   const kafkaBrokers = required('KAFKA_BROKERS');
   const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'images-setup', log: () => undefined });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 3 }]);

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
   portsFromBase,
@@ -17,6 +16,7 @@ import { createTestCertificateAuthority } from '@gw/testing';
 import type { Harness } from './harness';
 import { harnessFile } from './harness';
 import { giveBackStackLock, takeStackLock } from './stack-lock';
+import { recreateDatabase } from '../support/database';
 
 const database = 'gateway_e2e';
 const usageTopic = 'gateway.usage.v1.e2e';
@@ -29,27 +29,13 @@ function required(name: string): string {
   return value;
 }
 
-async function recreateDatabase(adminUrl: string): Promise<string> {
-  const client = new Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${database}`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
 /** Starts the six services and the simulated upstream as real processes against real infrastructure. */
 export default async function globalSetup(): Promise<void> {
   await takeStackLock();
   const state = stateDir(join(repoRoot, '.local', 'e2e'));
   await rm(state.root, { recursive: true, force: true });
   await mkdir(state.root, { recursive: true });
-  const databaseUrl = await recreateDatabase(required('DATABASE_URL'));
+  const databaseUrl = await recreateDatabase(required('DATABASE_URL'), database);
   const kafkaBrokers = required('KAFKA_BROKERS');
   const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'e2e-setup', log: () => undefined });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);

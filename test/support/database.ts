@@ -39,3 +39,21 @@ export async function createTestDatabase(prefix: string): Promise<TestDatabase> 
     },
   };
 }
+
+/**
+ * Drops and creates the named database on the PostgreSQL of `adminUrl` (whoever is still connected to it is
+ * cut off) and returns its URL: for a stack whose runs each begin from an empty database.
+ */
+export async function recreateDatabase(adminUrl: string, name: string): Promise<string> {
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
