@@ -84,7 +84,7 @@ function callMetadata(callOptions: CallOptions | undefined): Metadata {
   const metadata = new Metadata();
   const requestId = wellFormedRequestId(callOptions?.requestId);
   if (requestId !== undefined) metadata.set(requestIdMetadataKey, requestId);
-  injectTraceContext(metadata);
+  injectTraceContext(metadata, callOptions?.traceContext);
   return metadata;
 }
 

@@ -4,7 +4,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { commonv1 } from '@gw/proto';
-import { activeTraceparent } from '@gw/telemetry';
+import { traceparentOf } from '@gw/telemetry';
 import { err, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { channelOptions, unaryDeadline } from './client';
@@ -100,7 +100,7 @@ class CallMultiplexer {
       requestId: wellFormedRequestId(callOptions?.requestId) ?? '',
       timeoutMs,
       // The calling span's context, so that the service's span of this call joins its trace.
-      traceparent: activeTraceparent() ?? '',
+      traceparent: traceparentOf(callOptions?.traceContext) ?? '',
     });
     return new Promise<Result<MessageShape<DescMessage>>>((resolve) => {
       const cancel = () => this.giveUp(callId, GrpcStatus.CANCELLED);

@@ -3,7 +3,6 @@ import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, MessageShape } from '@bufbuild/protobuf';
 import { commonv1 } from '@gw/proto';
-import { context as traceContexts } from '@opentelemetry/api';
 import type { Span } from '@opentelemetry/api';
 import { contextOfTraceparent } from '@gw/telemetry';
 import { errorCatalogue, gatewayError, internalErrorMessage } from '@gw/errors';
@@ -58,7 +57,7 @@ async function outcomeOf(
     const response = toBinary(target.method.output, create(target.method.output, result.value));
     return { outcome: { case: 'response', value: response }, code: GrpcStatus.OK };
   } catch (error) {
-    hooks.onFailure(error, target.method.name, context.requestId);
+    hooks.onFailure(error, target.method.name, context);
     return {
       outcome: { case: 'error', value: errorDetailOf(gatewayError('api_error', internalErrorMessage)) },
       code: GrpcStatus.INTERNAL,
@@ -132,20 +131,22 @@ export function multiplexedCalls(
       running.set(call.callId, controller);
       const deadline =
         call.timeoutMs > 0 ? setTimeout(() => controller.abort(), Math.min(call.timeoutMs, maxTimerMs)) : undefined;
-      const context: CallContext = { signal: controller.signal, requestId: wellFormedRequestId(call.requestId) };
       const startedAt = process.hrtime.bigint();
       // Each call is a span of its own under the caller's, from the traceparent its frame carries.
       const traced = startServerSpan(target.method, contextOfTraceparent(call.traceparent));
-      void traceContexts
-        .with(traced.context, () => outcomeOf(target, request, context, hooks))
-        .then(({ outcome, code }) => {
-          clearTimeout(deadline);
-          running.delete(call.callId);
-          reportFinished(hooks, target.method, context, startedAt, code, traced.span);
-          // A caller that cancelled or passed its deadline no longer waits for the reply.
-          reply(call.callId, controller.signal.aborted ? undefined : outcome);
-          endWhenIdle();
-        });
+      const context: CallContext = {
+        signal: controller.signal,
+        requestId: wellFormedRequestId(call.requestId),
+        traceContext: traced.context,
+      };
+      void outcomeOf(target, request, context, hooks).then(({ outcome, code }) => {
+        clearTimeout(deadline);
+        running.delete(call.callId);
+        reportFinished(hooks, target.method, context, startedAt, code, traced.span);
+        // A caller that cancelled or passed its deadline no longer waits for the reply.
+        reply(call.callId, controller.signal.aborted ? undefined : outcome);
+        endWhenIdle();
+      });
     };
 
     const stopAccepting = () => {

@@ -12,7 +12,6 @@ import type {
   UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { context as traceContexts } from '@opentelemetry/api';
 import type { Span } from '@opentelemetry/api';
 import { create } from '@bufbuild/protobuf';
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
@@ -20,6 +19,8 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import type { GrpcTransport } from '@gw/config';
 import { gatewayError, internalErrorMessage } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
+import { requestLogFields } from '@gw/telemetry';
+import type { Logger } from '@gw/telemetry';
 import { grpcServiceDefinition } from './definition';
 import { clientKeepaliveTimeMs } from './client';
 import { toGrpcStatus } from './error-detail';
@@ -33,7 +34,12 @@ import { serverCredentials } from './transport';
 import type { CallContext, ServerStreamHandler, ServiceHandlers, UnaryHandler } from './types';
 
 /** Where a service reports a handler that threw: a bug, never a decision. */
-export type HandlerFailureLog = (error: unknown, method: string, requestId: string | undefined) => void;
+export type HandlerFailureLog = (error: unknown, method: string, call: CallContext) => void;
+
+/** Every service's HandlerFailureLog: an error line with the method, the request id and the call's trace ids. */
+export function logHandlerFailures(logger: Logger): HandlerFailureLog {
+  return (error, method, call) => logger.error({ err: error, method, ...requestLogFields(call) }, 'handler failed');
+}
 
 /** One finished call, for metrics: every call that reached a service is counted at its boundary. */
 export interface FinishedCall {
@@ -101,12 +107,13 @@ function callContext(
   const controller = new AbortController();
   const cancel = () => controller.abort();
   call.on('cancelled', cancel);
-  // Checked again here: not every caller is our client.
+  const traced = startServerSpan(method, traceContextOf(call.metadata));
   const context = {
     signal: controller.signal,
+    // Checked again here: not every caller is our client.
     requestId: wellFormedRequestId(call.metadata.get(requestIdMetadataKey)[0]),
+    traceContext: traced.context,
   };
-  const traced = startServerSpan(method, traceContextOf(call.metadata));
   return { context, traced, settle: () => call.removeListener('cancelled', cancel) };
 }
 
@@ -114,28 +121,26 @@ function unary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessag
   return (call: ServerUnaryCall<MessageShape<DescMessage>, unknown>, callback: sendUnaryData<unknown>) => {
     const startedAt = process.hrtime.bigint();
     const { context, traced, settle } = callContext(call, method);
-    // The handler runs in its span's context: its own spans, calls and log lines join the trace.
-    traceContexts
-      .with(traced.context, () => handler(call.request, context))
-      .then(
-        (result: Result<MessageInitShape<DescMessage>>) => {
-          settle();
-          if (result.ok) {
-            callback(null, create(method.output, result.value));
-            finish(hooks, method, context, startedAt, GrpcStatus.OK, traced.span);
-          } else {
-            const failure = toGrpcStatus(result.error);
-            callback(failure);
-            finish(hooks, method, context, startedAt, failure.code!, traced.span);
-          }
-        },
-        (error: unknown) => {
-          settle();
-          hooks.onFailure(error, method.name, context.requestId);
-          callback(internalFailure());
-          finish(hooks, method, context, startedAt, GrpcStatus.INTERNAL, traced.span);
-        },
-      );
+    // The handler's own spans, calls and log lines join the trace through context.traceContext.
+    handler(call.request, context).then(
+      (result: Result<MessageInitShape<DescMessage>>) => {
+        settle();
+        if (result.ok) {
+          callback(null, create(method.output, result.value));
+          finish(hooks, method, context, startedAt, GrpcStatus.OK, traced.span);
+        } else {
+          const failure = toGrpcStatus(result.error);
+          callback(failure);
+          finish(hooks, method, context, startedAt, failure.code!, traced.span);
+        }
+      },
+      (error: unknown) => {
+        settle();
+        hooks.onFailure(error, method.name, context);
+        callback(internalFailure());
+        finish(hooks, method, context, startedAt, GrpcStatus.INTERNAL, traced.span);
+      },
+    );
   };
 }
 
@@ -143,8 +148,7 @@ function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessa
   return (call: ServerWritableStream<MessageShape<DescMessage>, unknown>) => {
     const startedAt = process.hrtime.bigint();
     const { context, traced, settle } = callContext(call, method);
-    // The whole stream runs in its span's context: every step of the handler joins the trace.
-    return traceContexts.with(traced.context, async () => {
+    return (async () => {
       let code: number = GrpcStatus.OK;
       try {
         for await (const item of handler(call.request, context)) {
@@ -165,13 +169,13 @@ function serverStream(method: DescMethod, handler: ServerStreamHandler<DescMessa
           call.end();
         }
       } catch (error) {
-        hooks.onFailure(error, method.name, context.requestId);
+        hooks.onFailure(error, method.name, context);
         code = GrpcStatus.INTERNAL;
         if (!context.signal.aborted) call.emit('error', internalFailure());
       } finally {
         finish(hooks, method, context, startedAt, code, traced.span);
       }
-    });
+    })();
   };
 }
 

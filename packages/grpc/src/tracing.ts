@@ -1,7 +1,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Metadata } from '@grpc/grpc-js';
 import type { DescMethod } from '@bufbuild/protobuf';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Context, Span, TextMapGetter, TextMapSetter } from '@opentelemetry/api';
 import { tracingActive } from '@gw/telemetry';
 
@@ -19,9 +19,9 @@ const metadataGetter: TextMapGetter<Metadata> = {
   },
 };
 
-/** Puts the active trace context into a call's metadata (traceparent, tracestate), when tracing is on. */
-export function injectTraceContext(metadata: Metadata): void {
-  if (tracingActive()) propagation.inject(context.active(), metadata, metadataSetter);
+/** Puts a calling span's context into a call's metadata (traceparent, tracestate), when tracing is on. */
+export function injectTraceContext(metadata: Metadata, traceContext: Context | undefined): void {
+  if (tracingActive() && traceContext !== undefined) propagation.inject(traceContext, metadata, metadataSetter);
 }
 
 /** The caller's trace context carried in a call's metadata; the root context when there is none. */
@@ -31,14 +31,14 @@ export function traceContextOf(metadata: Metadata): Context {
 
 /** A handler's span and the context it runs in: the caller's trace continues in the service. */
 export interface ServerCallTrace {
-  /** Undefined while tracing is off. */
+  /** Both undefined while tracing is off. */
   span: Span | undefined;
-  context: Context;
+  context: Context | undefined;
 }
 
 /** Starts the server span of one call (named as gRPC names it: `package.Service/Method`) under `parent`. */
 export function startServerSpan(method: DescMethod, parent: Context): ServerCallTrace {
-  if (!tracingActive()) return { span: undefined, context: context.active() };
+  if (!tracingActive()) return { span: undefined, context: undefined };
   const span = tracer.startSpan(
     `${method.parent.typeName}/${method.name}`,
     {

@@ -1,5 +1,6 @@
 import type { DescMessage, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import type { Context } from '@opentelemetry/api';
 import type { Result } from '@gw/errors';
 
 export type MethodsOf<S> = S extends GenService<infer M> ? M : never;
@@ -10,6 +11,11 @@ export interface CallContext {
   signal: AbortSignal;
   /** The request the call serves, when the caller sent a well-formed id; for log lines (`request_id`). */
   requestId?: string;
+  /**
+   * The call's server span, while tracing is on: passed on (in `CallOptions`, to `traceLogFields`) so that
+   * the handler's own spans, calls and log lines join the caller's trace.
+   */
+  traceContext?: Context;
 }
 
 export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
@@ -59,7 +65,12 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** The request the call serves, sent as x-request-id; dropped unless at most 64 of [A-Za-z0-9_-]. */
   requestId?: string;
+  /** The calling span's context, sent as W3C trace context (tracing on): the callee's span joins its trace. */
+  traceContext?: Context;
 }
+
+/** Whom a call is made for: the request's id and, while tracing is on, the calling span's context. */
+export type CallScope = Pick<CallOptions, 'requestId' | 'traceContext'>;
 
 export type UnaryCall<I extends DescMessage, O extends DescMessage> = (
   request: MessageInitShape<I>,

@@ -32,7 +32,7 @@ describe('request id in call metadata', () => {
       },
       {
         observeCall: (call) => finished.push(call),
-        onHandlerFailure: (_error, method, requestId) => failures.push({ method, requestId }),
+        onHandlerFailure: (_error, method, call) => failures.push({ method, requestId: call.requestId }),
       },
     );
   });

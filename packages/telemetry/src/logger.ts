@@ -1,7 +1,5 @@
 import pino from 'pino';
 import type { Logger, LoggerOptions } from 'pino';
-import { isSpanContextValid, trace } from '@opentelemetry/api';
-import { tracingActive } from './tracing';
 
 export type { Logger };
 
@@ -71,16 +69,6 @@ function cappedError(error: unknown): unknown {
   };
 }
 
-const noTraceFields = Object.freeze({});
-
-/** The active span's ids, so that a log line can be found from its trace and the other way round. */
-function traceFields(): object {
-  if (!tracingActive()) return noTraceFields;
-  const spanContext = trace.getActiveSpan()?.spanContext();
-  if (spanContext === undefined || !isSpanContextValid(spanContext)) return noTraceFields;
-  return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
-}
-
 /**
  * The options of every service's logger. Key material never reaches a log: header names that carry keys
  * are redacted wherever they appear. Caller text never reaches it whole: every string field, an error's
@@ -90,11 +78,6 @@ export function loggerOptions(service: string, level: string): LoggerOptions {
   return {
     level,
     base: { service },
-    // Every line written while a span is active carries trace_id and span_id. Without a span the
-    // line's own fields are taken as they are (pino would copy them into the shared empty object).
-    mixin: traceFields,
-    mixinMergeStrategy: (fields: object, mixed: object) =>
-      mixed === noTraceFields ? fields : Object.assign(mixed, fields),
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
       paths: ['*.authorization', '*["x-api-key"]', '*.key', '*.headers.authorization', '*.headers["x-api-key"]'],

@@ -1,14 +1,15 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { context, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { loggerOptions } from '../src/logger';
 import {
-  activeTraceparent,
   boundedAttribute,
   contextOfTraceparent,
   maxAttributeChars,
   readTracingConfig,
   startTracing,
+  traceLogFields,
+  traceparentOf,
   tracingActive,
 } from '../src/tracing';
 
@@ -107,25 +108,28 @@ describe('with tracing started', () => {
   );
   afterAll(() => tracing.shutdown());
 
-  it('gives every log line inside a span its trace_id and span_id, and none outside', () => {
+  it("gives a log line written for a span that span's trace_id and span_id, and none without one", () => {
     expect(tracingActive()).toBe(true);
     const span = trace.getTracer('test').startSpan('work');
-    context.with(trace.setSpan(context.active(), span), () => logger.info({ request_id: 'req_1' }, 'inside'));
+    const traceContext = trace.setSpan(ROOT_CONTEXT, span);
+    logger.info({ request_id: 'req_1', ...traceLogFields(traceContext) }, 'inside');
     span.end();
-    logger.info('outside');
-    const [inside, outside] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    logger.info(traceLogFields(ROOT_CONTEXT), 'no span');
+    logger.info(traceLogFields(undefined), 'no context');
+    const [inside, noSpan, noContext] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(inside).toMatchObject({
       msg: 'inside',
       request_id: 'req_1',
       trace_id: span.spanContext().traceId,
       span_id: span.spanContext().spanId,
     });
-    expect(outside).not.toHaveProperty('trace_id');
+    expect(noSpan).not.toHaveProperty('trace_id');
+    expect(noContext).not.toHaveProperty('trace_id');
   });
 
-  it('carries the active span as a traceparent and reads one back', () => {
+  it("carries a context's span as a traceparent and reads one back", () => {
     const span = trace.getTracer('test').startSpan('call');
-    const traceparent = context.with(trace.setSpan(context.active(), span), activeTraceparent);
+    const traceparent = traceparentOf(trace.setSpan(ROOT_CONTEXT, span));
     span.end();
     expect(traceparent).toBe(`00-${span.spanContext().traceId}-${span.spanContext().spanId}-00`);
     expect(trace.getSpanContext(contextOfTraceparent(traceparent))).toMatchObject({
@@ -134,6 +138,7 @@ describe('with tracing started', () => {
       isRemote: true,
     });
     expect(trace.getSpanContext(contextOfTraceparent('00-not-a-trace-01'))).toBeUndefined();
-    expect(activeTraceparent()).toBeUndefined();
+    expect(traceparentOf(ROOT_CONTEXT)).toBeUndefined();
+    expect(traceparentOf(undefined)).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { createPool } from '@gw/db';
-import { startGrpcServer } from '@gw/grpc';
+import { logHandlerFailures, startGrpcServer } from '@gw/grpc';
 import { publishNotice, subscribeToNotices } from '@gw/revocations';
 import {
   createLogger,
@@ -74,8 +74,7 @@ void runOrExit(async () => {
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
     services: [authService(keys)],
-    onHandlerFailure: (error, method, requestId) =>
-      logger.error({ err: error, method, request_id: requestId }, 'handler failed'),
+    onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });
   grpc.setServing(true);

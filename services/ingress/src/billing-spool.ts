@@ -2,7 +2,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DurableUsagePublisher, SpoolFullError, UsageEventProducer } from '@gw/kafka';
 import type { Kafka, UsageEvent, UsageEventPublisher } from '@gw/kafka';
-import { Gauge } from '@gw/telemetry';
+import type { Context } from '@opentelemetry/api';
+import { Gauge, traceLogFields } from '@gw/telemetry';
 import type { Logger, Registry } from '@gw/telemetry';
 import type { IngressConfig } from './config';
 
@@ -51,13 +52,19 @@ export function createUsagePublisher(
   });
 }
 
-/** An event the spool did not take: logged by ids, never by content. */
+/** An event the spool did not take: logged by ids (with its request's trace ids, if traced), never by content. */
 export function logUsageNotRecorded(
   logger: Logger,
   event: Partial<Pick<UsageEvent, 'eventId' | 'accountId' | 'keyId'>>,
   error: unknown,
+  requestContext?: Context,
 ): void {
-  const ids = { request_id: event.eventId, account_id: event.accountId, key_id: event.keyId };
+  const ids = {
+    request_id: event.eventId,
+    account_id: event.accountId,
+    key_id: event.keyId,
+    ...traceLogFields(requestContext),
+  };
   if (error instanceof SpoolFullError) {
     logger.error(
       { ...ids, pending_bytes: error.pendingBytes, max_bytes: error.maxBytes },

@@ -5,6 +5,7 @@ import { notJsonError } from './pipeline/admit';
 import { authenticate } from './pipeline/authenticate';
 import { reserve } from './pipeline/reserve';
 import type { Reservation } from './pipeline/reserve';
+import { callScope } from './pipeline/types';
 import type { CallerRequest, GatewayDeps, PipelineClients } from './pipeline/types';
 import { windowForRefusal, windowOf } from './rate-limit';
 import { isJsonContentType } from './validation';
@@ -31,11 +32,11 @@ export async function handleCountTokens(
   const key = verified.value;
   const refuse = async (failure: Result<never>, reservation?: Reservation) => {
     if (failure.ok) return failure;
-    const window = await windowForRefusal(clients.quota, key, failure.error, request.requestId, reservation?.window);
+    const window = await windowForRefusal(clients.quota, key, failure.error, request, reservation?.window);
     if (window) setRateLimit(window);
     return failure;
   };
-  const reserved = await reserve(clients.quota, key, request.requestId);
+  const reserved = await reserve(clients.quota, key, request);
   if (!reserved.ok) {
     request.discardBody();
     return refuse(reserved);
@@ -51,11 +52,11 @@ export async function handleCountTokens(
     if (!raw.ok) return await refuse(raw, reservation);
     const body = await deps.checkBody('count_tokens', raw.value, key.accountId);
     if (!body.ok) return await refuse(body, reservation);
-    const authorized = await deps.authorize(key, body.value.model, raw.value, request.requestId);
+    const authorized = await deps.authorize(key, body.value.model, raw.value, request);
     if (!authorized.ok) return await refuse(authorized, reservation);
     const admitted = await clients.quota.acquire(
       { key, requestId: request.requestId, leaseId: reservation.lease.leaseId },
-      { requestId: request.requestId },
+      callScope(request),
     );
     if (!admitted.ok) return await refuse(admitted, reservation);
     setRateLimit(windowOf(admitted.value.window!));
@@ -68,12 +69,11 @@ export async function handleCountTokens(
         bodyJson: authorized.value.bodyJson ?? raw.value,
         headers: request.protocolHeaders,
       },
-      { signal: request.signal, requestId: request.requestId, timeoutMs: deps.countTokensTimeoutMs },
+      { ...callScope(request), signal: request.signal, timeoutMs: deps.countTokensTimeoutMs },
     );
     // The admitted window is in the headers already.
     if (!counted.ok) return counted;
-    deps.logRequest({
-      request_id: request.requestId,
+    deps.logRequest(request, {
       key_id: key.keyId,
       account_id: key.accountId,
       model: body.value.model,

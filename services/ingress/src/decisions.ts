@@ -2,7 +2,8 @@ import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { CatalogueFollower } from './catalogue-snapshot';
 import type { Clients } from './clients';
-import type { Authorize, Authorization } from './pipeline/types';
+import { callScope } from './pipeline/types';
+import type { Authorize, Authorization, RequestScope } from './pipeline/types';
 import type { commonv1 } from '@gw/proto';
 
 /** The key's record from auth, or the refusal; an answer without a key is a failure of auth. */
@@ -10,9 +11,9 @@ export function keyFromAuth(auth: Pick<Clients['auth'], 'verifyKey'>) {
   return async (
     presentedKey: string,
     sourceAddress: string,
-    requestId: string,
+    scope: RequestScope,
   ): Promise<Result<commonv1.KeyContext>> => {
-    const verified = await auth.verifyKey({ key: presentedKey, sourceAddress }, { requestId });
+    const verified = await auth.verifyKey({ key: presentedKey, sourceAddress }, callScope(scope));
     if (!verified.ok) return verified;
     return verified.value.key
       ? ok(verified.value.key)
@@ -29,14 +30,14 @@ export function authorizeLocallyOrWithPolicy(
   policy: Pick<Clients['policy'], 'authorize'>,
 ): Authorize {
   const withPolicy = authorizeWithPolicy(policy);
-  return async (key, model, body, requestId) =>
-    follower.authorizeWithoutBody(key, model) ?? withPolicy(key, model, body, requestId);
+  return async (key, model, body, scope) =>
+    follower.authorizeWithoutBody(key, model) ?? withPolicy(key, model, body, scope);
 }
 
 /** Policy decides, with the body when the key's privacy mode needs the text. */
 export function authorizeWithPolicy(policy: Pick<Clients['policy'], 'authorize'>): Authorize {
-  return async (key, model, body, requestId) => {
-    const authorized = await policy.authorize({ key, model, bodyJson: body }, { requestId });
+  return async (key, model, body, scope) => {
+    const authorized = await policy.authorize({ key, model, bodyJson: body }, callScope(scope));
     return authorized.ok ? ok<Authorization>(authorized.value) : authorized;
   };
 }

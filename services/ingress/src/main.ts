@@ -11,6 +11,7 @@ import {
   onShutdown,
   startMetricsServer,
   startTracing,
+  requestLogFields,
   configReloadReporter,
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
@@ -160,7 +161,8 @@ void runOrExit(async () => {
         completionTimeoutMs: config.COMPLETION_TIMEOUT_MS,
         leases,
         inFlight,
-        logFailure: (error, fields) => logger.error({ ...fields, err: error }, 'request failed in the gateway'),
+        logFailure: (error, request, fields) =>
+          logger.error({ ...requestLogFields(request), ...fields, err: error }, 'request failed in the gateway'),
         restorationFor: (placeholders, nonce) => {
           const map = Object.fromEntries(placeholders.map((entry) => [entry.placeholder, entry.original]));
           return {
@@ -175,17 +177,19 @@ void runOrExit(async () => {
         billingUnavailable,
         bodyLimitFor: (plan) => planBodyLimits.get(plan) ?? config.BODY_LIMIT_BYTES,
         checkBody: (kind, raw, account) => bodyChecks.check(kind, raw, account),
-        recordUsage: (event) => {
+        recordUsage: (event, request) => {
           edgeMetrics.usageHanded();
-          return sendUsageTraced(event, config.USAGE_TOPIC, (traced) =>
+          return sendUsageTraced(event, config.USAGE_TOPIC, request.traceContext, (traced) =>
             publisher.send(create(eventsv1.UsageEventSchema, traced)),
-          ).then(edgeMetrics.usageDurable, (error: unknown) => logUsageNotRecorded(logger, event, error));
+          ).then(edgeMetrics.usageDurable, (error: unknown) =>
+            logUsageNotRecorded(logger, event, error, request.traceContext),
+          );
         },
-        reportSettled: (settled) => {
+        reportSettled: (settled, request) => {
           edgeMetrics.settled(settled);
-          traceSettledRequest(settled);
+          traceSettledRequest(settled, request.traceContext);
         },
-        logRequest: (fields) => requestLog.info(fields),
+        logRequest: (request, fields) => requestLog.info({ ...requestLogFields(request), ...fields }),
       },
       {
         ready,

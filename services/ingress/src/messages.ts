@@ -8,7 +8,7 @@ import { reserve } from './pipeline/reserve';
 import type { Reservation } from './pipeline/reserve';
 import { settle } from './pipeline/settle';
 import type { Admission } from './pipeline/admit';
-import type { CallerRequest, MessagesDeps, ResponseSink } from './pipeline/types';
+import type { CallerRequest, MessagesDeps, RequestScope, ResponseSink } from './pipeline/types';
 import { windowForRefusal } from './rate-limit';
 import { isJsonContentType } from './validation';
 
@@ -33,10 +33,10 @@ export async function refuseVerified(
   sink: Pick<ResponseSink, 'setRateLimit' | 'fail'>,
   key: commonv1.KeyContext,
   error: GatewayError,
-  requestId: string,
+  scope: RequestScope,
   reservedWindow?: RateLimitWindow,
 ): Promise<void> {
-  const window = await windowForRefusal(deps.clients.quota, key, error, requestId, reservedWindow);
+  const window = await windowForRefusal(deps.clients.quota, key, error, scope, reservedWindow);
   if (window) sink.setRateLimit(window);
   sink.fail(error);
 }
@@ -52,8 +52,7 @@ export async function refuseVerified(
 export async function handleMessages(deps: MessagesDeps, request: CallerRequest, sink: ResponseSink): Promise<void> {
   const startedAt = Date.now();
   const refused = (error: GatewayError, fields: Record<string, unknown> = {}) =>
-    deps.logRequest({
-      request_id: request.requestId,
+    deps.logRequest(request, {
       duration_ms: Date.now() - startedAt,
       status: 'refused',
       error_type: error.type,
@@ -81,10 +80,10 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
     let reservation: Reservation | undefined;
     let lease: HeldLease | undefined;
     if (!arrived) {
-      const reserved = await reserve(deps.clients.quota, key, request.requestId);
+      const reserved = await reserve(deps.clients.quota, key, request);
       if (!reserved.ok) {
         request.discardBody();
-        await refuseVerified(deps, sink, key, reserved.error, request.requestId);
+        await refuseVerified(deps, sink, key, reserved.error, request);
         return refused(reserved.error, ids);
       }
       reservation = reserved.value;
@@ -95,7 +94,7 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
       if (!admitted.ok) {
         // Released before the answer, so that a client retrying at once finds its slot free.
         lease?.release(0n);
-        await refuseVerified(deps, sink, key, admitted.error, request.requestId, reservation?.window);
+        await refuseVerified(deps, sink, key, admitted.error, request, reservation?.window);
         return refused(admitted.error, ids);
       }
       lease ??= deps.leases.hold(admitted.value.lease, admitted.value.leaseTtlMs);
@@ -132,8 +131,7 @@ async function relayAndSettle(
   } catch (error) {
     gatewayFailed = true;
     state.failure = gatewayError('api_error', internalErrorMessage);
-    deps.logFailure(error, {
-      request_id: request.requestId,
+    deps.logFailure(error, request, {
       key_id: admission.key.keyId,
       account_id: admission.key.accountId,
       stage: 'relay',

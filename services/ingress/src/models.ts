@@ -3,7 +3,8 @@ import type { RateLimitWindow, Result } from '@gw/errors';
 import { keyPermissionsOf } from '@gw/catalogue';
 import type { commonv1, policyv1 } from '@gw/proto';
 import { authenticate } from './pipeline/authenticate';
-import type { CallerRequest, GatewayDeps } from './pipeline/types';
+import { callScope } from './pipeline/types';
+import type { CallerRequest, GatewayDeps, RequestScope } from './pipeline/types';
 import { windowOf } from './rate-limit';
 
 /** One entry of GET /v1/models, in the upstream wire format. */
@@ -96,8 +97,8 @@ async function permittedModels(
   if (!verified.ok) return verified;
   const key = verified.value;
   const [listed, peeked] = await Promise.all([
-    listedModels(deps, key, request.requestId),
-    deps.clients.quota.peek({ key }, { requestId: request.requestId }),
+    listedModels(deps, key, request),
+    deps.clients.quota.peek({ key }, callScope(request)),
   ]);
   if (peeked.ok && peeked.value.window) setRateLimit(windowOf(peeked.value.window));
   return listed;
@@ -107,7 +108,7 @@ async function permittedModels(
 async function listedModels(
   deps: GatewayDeps,
   key: commonv1.KeyContext,
-  requestId: string,
+  scope: RequestScope,
 ): Promise<Result<ModelObject[]>> {
   const catalogue = deps.catalogue.current();
   if (catalogue) {
@@ -123,7 +124,7 @@ async function listedModels(
       ),
     );
   }
-  const listed = await deps.clients.policy.listModels({ key }, { requestId });
+  const listed = await deps.clients.policy.listModels({ key }, callScope(scope));
   return listed.ok ? ok(listed.value.models.map(modelObject)) : listed;
 }
 

@@ -1,6 +1,8 @@
 import type { GatewayError, RateLimitWindow } from '@gw/errors';
 import type { commonv1 } from '@gw/proto';
 import type { Clients } from './clients';
+import { callScope } from './pipeline/types';
+import type { RequestScope } from './pipeline/types';
 
 export function windowOf(message: { limit: bigint; remaining: bigint; resetUnixMs: bigint }): RateLimitWindow {
   return {
@@ -19,13 +21,13 @@ export async function windowForRefusal(
   quota: Pick<Clients['quota'], 'peek'>,
   key: commonv1.KeyContext,
   error: GatewayError,
-  requestId?: string,
+  scope: RequestScope,
   reserved?: RateLimitWindow,
 ): Promise<RateLimitWindow | undefined> {
   if (error.rateLimit) return error.rateLimit;
   // A slow upload may outlast the minute its reservation saw; then only a look tells the new one.
   if (reserved && reserved.resetUnixMs > Date.now()) return reserved;
-  const peeked = await quota.peek({ key }, { requestId });
+  const peeked = await quota.peek({ key }, callScope(scope));
   return peeked.ok && peeked.value.window ? windowOf(peeked.value.window) : undefined;
 }
 

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Context } from '@opentelemetry/api';
 import { AllowList } from '@gw/addresses';
 import type { GatewayError } from '@gw/errors';
 import { boundedAttribute, sampledTraceId, tracingActive } from '@gw/telemetry';
@@ -28,7 +29,8 @@ const clientClosedStatus = 499;
  * The server span of every public request. A caller's W3C traceparent is honoured only from a trusted
  * proxy (the peers whose X-Forwarded-For is believed); from anyone else the request starts a new trace,
  * so that no client can join, or pick the id of, a trace of its choosing. A sampled request's response
- * names its trace in `x-trace-id`. Tracing off: nothing but the call to next().
+ * names its trace in `x-trace-id`. The span's context is kept with the response (`requestTraceContext`)
+ * and handed along the request's path from there. Tracing off: nothing but the call to next().
  */
 export function traceRequests(trustedProxies: readonly string[]) {
   const proxies = new AllowList(trustedProxies);
@@ -62,17 +64,23 @@ export function traceRequests(trustedProxies: readonly string[]) {
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     });
-    context.with(trace.setSpan(parent, span), next);
+    response.locals.traceContext = trace.setSpan(parent, span);
+    next();
   };
+}
+
+/** The trace context of a request's span (traceRequests); undefined while tracing is off. */
+export function requestTraceContext(response: Response): Context | undefined {
+  return response.locals.traceContext as Context | undefined;
 }
 
 /**
  * Adds what a settled `/v1/messages` request came to (GenAI conventions: model, token counts; the
  * serving region) to the request's span. Model names are the gateway's aliases, cut all the same.
  */
-export function traceSettledRequest(settled: SettledRequest): void {
-  if (!tracingActive()) return;
-  const span = trace.getActiveSpan();
+export function traceSettledRequest(settled: SettledRequest, traceContext: Context | undefined): void {
+  if (!tracingActive() || traceContext === undefined) return;
+  const span = trace.getSpan(traceContext);
   if (!span?.isRecording()) return;
   span.setAttributes({
     'gen_ai.operation.name': 'chat',
@@ -87,26 +95,31 @@ export function traceSettledRequest(settled: SettledRequest): void {
 }
 
 /**
- * Sends a usage event under a producer span of its own, whose context travels with the event (into
- * the spool, then the Kafka message's traceparent header) for metering's span to link to. The span
- * ends once the event is durable in the spool.
+ * Sends a usage event under a producer span of its own (a child of the request's), whose context
+ * travels with the event (into the spool, then the Kafka message's traceparent header) for metering's
+ * span to link to. The span ends once the event is durable in the spool.
  */
 export function sendUsageTraced(
   event: UsageEventInit,
   topic: string,
+  requestContext: Context | undefined,
   send: (event: UsageEventInit) => Promise<void>,
 ): Promise<void> {
-  if (!tracingActive()) return send(event);
-  const span = tracer.startSpan(`${topic} send`, {
-    kind: SpanKind.PRODUCER,
-    attributes: {
-      'messaging.system': 'kafka',
-      'messaging.operation.type': 'send',
-      'messaging.destination.name': topic,
+  if (!tracingActive() || requestContext === undefined) return send(event);
+  const span = tracer.startSpan(
+    `${topic} send`,
+    {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'send',
+        'messaging.destination.name': topic,
+      },
     },
-  });
+    requestContext,
+  );
   const carrier: { traceparent?: string } = {};
-  propagation.inject(trace.setSpan(context.active(), span), carrier);
+  propagation.inject(trace.setSpan(requestContext, span), carrier);
   return send({ ...event, traceparent: carrier.traceparent ?? '' }).then(
     () => span.end(),
     (error: unknown) => {

@@ -37,11 +37,9 @@ export async function reverifyInFlight(deps: ReverifyDeps): Promise<ReverifyOutc
     while (next < keys.length) {
       const { keyId, credentials } = keys[next++]!;
       if (stoppedKeyIds.has(keyId)) continue;
-      const verified = await deps.verifyWithAuth(
-        credentials.presentedKey,
-        credentials.sourceAddress,
-        credentials.requestId,
-      );
+      const verified = await deps.verifyWithAuth(credentials.presentedKey, credentials.sourceAddress, {
+        requestId: credentials.requestId,
+      });
       if (verified.ok) continue;
       const stop = stopFor(verified.error);
       if (stop === undefined) {

@@ -5,6 +5,7 @@ import { errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, quot
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
 import { sourceAddress } from '@gw/addresses';
+import { requestLogFields } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
 import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
@@ -19,7 +20,7 @@ import { authenticate } from './pipeline/authenticate';
 import type { CallerRequest, GatewayDeps, ResponseSink } from './pipeline/types';
 import { handleGetModel, handleListModels } from './models';
 import { rateLimitHeaders } from './rate-limit';
-import { traceRequests } from './request-tracing';
+import { requestTraceContext, traceRequests } from './request-tracing';
 import { handleUsage, usageReportJson } from './usage-report';
 import { pingFrame, sseFrame } from './sse';
 
@@ -46,6 +47,11 @@ const protocolHeaderNames = ['anthropic-version', 'anthropic-beta'];
 
 function requestIdOf(response: Response): string {
   return response.locals.requestId as string;
+}
+
+/** The fields that tie a log line to the response's request: its id and, while traced, the span's ids. */
+function logFieldsOf(response: Response): Record<string, unknown> {
+  return requestLogFields({ requestId: requestIdOf(response), traceContext: requestTraceContext(response) });
 }
 
 /** Responses refusing an upload whose rest is still being read and dropped, until that ends. */
@@ -77,7 +83,7 @@ function discardBeforeClosing(request: Request, response: Response, options: Pub
   response.set('connection', 'close');
   const discarding = discardRestOfBody(request, options.refusedUploadDiscard).then((outcome) =>
     options.logger.debug(
-      { request_id: requestIdOf(response), discarded_bytes: outcome.discardedBytes, stopped_by: outcome.stoppedBy },
+      { ...logFieldsOf(response), discarded_bytes: outcome.discardedBytes, stopped_by: outcome.stoppedBy },
       'refused upload discarded',
     ),
   );
@@ -173,7 +179,7 @@ function internalError(logger: Logger) {
     const parseFailure = (error as { type?: string }).type === 'entity.parse.failed';
     if (parseFailure)
       return sendError(response, gatewayError('invalid_request_error', 'The request body is not valid JSON.'));
-    logger.error({ err: error, request_id: requestIdOf(response) }, 'unhandled error');
+    logger.error({ err: error, ...logFieldsOf(response) }, 'unhandled error');
     sendError(response, gatewayError('api_error', internalErrorMessage));
   };
 }
@@ -202,6 +208,7 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
   }
   return {
     requestId: requestIdOf(response),
+    traceContext: requestTraceContext(response),
     presentedKey: presentedKey(request.headers.authorization, request.headers['x-api-key']),
     sourceAddress: sourceAddress(
       request.socket.remoteAddress ?? '',
@@ -263,7 +270,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
   app.use(assignRequestId);
 
   const failed = (response: Response) => (error: unknown) => {
-    options.logger.error({ err: error, request_id: requestIdOf(response) }, 'request failed');
+    options.logger.error({ err: error, ...logFieldsOf(response) }, 'request failed');
     if (response.headersSent) response.end();
     else sendError(response, gatewayError('api_error', internalErrorMessage));
   };
@@ -337,7 +344,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
         { setRateLimit: setRateLimit(response), fail: (error) => sendError(response, error) },
         verified.value,
         unknownEndpoint(request),
-        caller.requestId,
+        caller,
       );
     };
     refuse().catch(failed(response));

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Result } from '@gw/errors';
 import type { commonv1 } from '@gw/proto';
+import type { RequestScope } from './pipeline/types';
 
 /** Asks the auth service; the cache's source of truth. */
 export type VerifyWithAuth = (
   presentedKey: string,
   sourceAddress: string,
-  requestId: string,
+  scope: RequestScope,
 ) => Promise<Result<commonv1.KeyContext>>;
 
 export interface VerifiedKeysOptions {
@@ -44,7 +45,7 @@ export class VerifiedKeys {
     this.now = options.now ?? Date.now;
   }
 
-  async verify(presentedKey: string, sourceAddress: string, requestId: string): Promise<Result<commonv1.KeyContext>> {
+  async verify(presentedKey: string, sourceAddress: string, scope: RequestScope): Promise<Result<commonv1.KeyContext>> {
     const id = entryId(presentedKey, sourceAddress);
     const cached = this.entries.get(id);
     if (cached) {
@@ -54,7 +55,7 @@ export class VerifiedKeys {
       this.entries.delete(id);
     }
     const generation = this.generation;
-    const verified = await this.verifyWithAuth(presentedKey, sourceAddress, requestId);
+    const verified = await this.verifyWithAuth(presentedKey, sourceAddress, scope);
     if (verified.ok && this.enabled && generation === this.generation) this.store(id, verified.value);
     return verified;
   }

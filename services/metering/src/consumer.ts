@@ -1,8 +1,8 @@
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Link } from '@opentelemetry/api';
 import type { Pool } from '@gw/db';
 import type { MessageChunk } from '@gw/kafka';
-import { contextOfTraceparent, tracingActive } from '@gw/telemetry';
+import { contextOfTraceparent, traceLogFields, tracingActive } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
 import type { MeteringMetrics } from './metrics';
 import type { PriceList } from './pricing';
@@ -18,6 +18,10 @@ export interface UsageConsumerDeps {
 }
 
 const tracer = trace.getTracer('@gw/metering');
+
+/** The trace_id and span_id of the chunk's span, for its log lines; none while tracing is off. */
+type TraceFields = ReturnType<typeof traceLogFields>;
+const noTraceFields: TraceFields = {};
 
 /** Links to the spans that produced a chunk's messages: the requests whose usage the chunk stores. */
 function producerLinks(chunk: MessageChunk): Link[] {
@@ -36,7 +40,7 @@ function producerLinks(chunk: MessageChunk): Link[] {
 export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
   const store = storeUsageChunk(deps);
   return async (chunk) => {
-    if (!tracingActive()) return store(chunk);
+    if (!tracingActive()) return store(chunk, noTraceFields);
     const span = tracer.startSpan('gateway.usage.v1 process', {
       kind: SpanKind.CONSUMER,
       links: producerLinks(chunk),
@@ -49,8 +53,8 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
       },
     });
     try {
-      // Active while the chunk is stored: its log lines carry the span's ids.
-      await context.with(trace.setSpan(context.active(), span), () => store(chunk));
+      // The chunk's log lines carry the span's ids.
+      await store(chunk, traceLogFields(trace.setSpan(ROOT_CONTEXT, span)));
     } catch (error) {
       span.setStatus({ code: SpanStatusCode.ERROR });
       throw error;
@@ -66,8 +70,8 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
  * block its partition; a failure to store throws, and the chunk is delivered again. An event the
  * configuration cannot price (unknown model or plan) is stored at cost 0, never dropped, and logged.
  */
-function storeUsageChunk(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
-  return async (chunk) => {
+function storeUsageChunk(deps: UsageConsumerDeps): (chunk: MessageChunk, traceFields: TraceFields) => Promise<void> {
+  return async (chunk, traceFields) => {
     const stopTimer = deps.metrics.batchSeconds.startTimer();
     const rows: UsageRow[] = [];
     for (const message of chunk.messages) {
@@ -79,6 +83,7 @@ function storeUsageChunk(deps: UsageConsumerDeps): (chunk: MessageChunk) => Prom
       deps.metrics.eventsSkipped.inc();
       deps.logger.warn(
         {
+          ...traceFields,
           topic: chunk.topic,
           partition: chunk.partition,
           offset: message.offset,
@@ -106,6 +111,7 @@ function storeUsageChunk(deps: UsageConsumerDeps): (chunk: MessageChunk) => Prom
       deps.metrics.eventsUnpriced.inc({ reason: event.reason });
       deps.logger.warn(
         {
+          ...traceFields,
           event_id: event.eventId,
           account_id: event.accountId,
           key_id: event.keyId,
@@ -118,6 +124,7 @@ function storeUsageChunk(deps: UsageConsumerDeps): (chunk: MessageChunk) => Prom
     }
     deps.logger.debug(
       {
+        ...traceFields,
         topic: chunk.topic,
         partition: chunk.partition,
         next_offset: chunk.nextOffset,

@@ -1,6 +1,6 @@
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { createPool } from '@gw/db';
-import { startGrpcServer } from '@gw/grpc';
+import { logHandlerFailures, startGrpcServer } from '@gw/grpc';
 import { createKafka, startBatchConsumer } from '@gw/kafka';
 import {
   createLogger,
@@ -38,8 +38,7 @@ void runOrExit(async () => {
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
     services: [meteringService(usage)],
-    onHandlerFailure: (error, method, requestId) =>
-      logger.error({ err: error, method, request_id: requestId }, 'handler failed'),
+    onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });
   const kafka = createKafka({

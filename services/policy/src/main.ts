@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
-import { startGrpcServer } from '@gw/grpc';
+import { logHandlerFailures, startGrpcServer } from '@gw/grpc';
 import {
   createLogger,
   onShutdown,
@@ -46,8 +46,7 @@ void runOrExit(async () => {
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
     services: [policyService(catalogues, privacyStep(privacyPool))],
-    onHandlerFailure: (error, method, requestId) =>
-      logger.error({ err: error, method, request_id: requestId }, 'handler failed'),
+    onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });
   grpc.setServing(true);

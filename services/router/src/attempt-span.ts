@@ -1,5 +1,5 @@
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Context, Span } from '@opentelemetry/api';
 import { boundedAttribute, tracingActive } from '@gw/telemetry';
 import type { Pool } from './pools';
 
@@ -19,28 +19,34 @@ export interface AttemptTarget {
  * Runs one upstream attempt in a client span of its own (GenAI conventions where they fit): pool,
  * region, endpoint and, once it is known, the outcome (`accepted`, or the failure as the metrics name
  * it). The span covers the attempt until the upstream's headers (or its failure); a relayed body is
- * the server span's. Tracing off: the attempt alone.
+ * the server span's. `run` is given the attempt span's context (for its log lines). Tracing off, or no
+ * calling span: the attempt alone.
  */
 export async function tracedAttempt<T>(
   target: AttemptTarget,
-  run: () => Promise<T>,
+  parent: Context | undefined,
+  run: (attemptContext: Context | undefined) => Promise<T>,
   outcomeOf: (result: T) => string,
 ): Promise<T> {
-  if (!tracingActive()) return run();
+  if (!tracingActive() || parent === undefined) return run(undefined);
   const operationName = target.operation === 'messages' ? 'chat' : target.operation;
-  const span: Span = tracer.startSpan(`${operationName} ${boundedAttribute(target.model)}`, {
-    kind: SpanKind.CLIENT,
-    attributes: {
-      'gen_ai.operation.name': operationName,
-      'gen_ai.request.model': boundedAttribute(target.model),
-      'gen_ai.provider.name': target.pool.adapter,
-      'gateway.pool_id': target.pool.id,
-      'gateway.region': target.pool.region,
-      'gateway.endpoint': target.endpointUrl,
+  const span: Span = tracer.startSpan(
+    `${operationName} ${boundedAttribute(target.model)}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'gen_ai.operation.name': operationName,
+        'gen_ai.request.model': boundedAttribute(target.model),
+        'gen_ai.provider.name': target.pool.adapter,
+        'gateway.pool_id': target.pool.id,
+        'gateway.region': target.pool.region,
+        'gateway.endpoint': target.endpointUrl,
+      },
     },
-  });
+    parent,
+  );
   try {
-    const result = await context.with(trace.setSpan(context.active(), span), run);
+    const result = await run(trace.setSpan(parent, span));
     const outcome = outcomeOf(result);
     span.setAttribute('gateway.attempt.outcome', outcome);
     if (outcome !== 'accepted' && outcome !== 'cancelled') span.setStatus({ code: SpanStatusCode.ERROR });

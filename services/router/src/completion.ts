@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { Jurisdiction } from '@gw/config';
 import type { Result } from '@gw/errors';
 
@@ -26,6 +27,8 @@ export interface CandidatePool {
 /** One call of Complete, decoded from the wire. */
 export interface CompletionRequest {
   requestId: string;
+  /** The call's span while tracing is on: each upstream attempt's span is its child, log lines carry its ids. */
+  traceContext?: Context;
   /** The caller's account: worker threads are shared fairly between accounts. */
   accountId: string;
   environment: 'live' | 'test';

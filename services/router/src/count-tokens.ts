@@ -1,5 +1,6 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { requestLogFields } from '@gw/telemetry';
 import type { CompletionRequest, JsonObject } from './completion';
 import { parseJsonObject } from './completion';
 import { estimateInputTokens } from './estimate';
@@ -65,7 +66,7 @@ export async function countTokensLive(
       return err(outcome.error);
     case 'unsupported':
       deps.logger.info(
-        { request_id: request.requestId, pool_id: outcome.pool.id, adapter: outcome.pool.adapter },
+        { ...requestLogFields(request), pool_id: outcome.pool.id, adapter: outcome.pool.adapter },
         'pool adapter cannot count tokens: answering the estimate',
       );
       return ok(estimatedCount(body));
@@ -77,7 +78,7 @@ export async function countTokensLive(
       const count = outcome.call.parseCount(read.text);
       if (!count.ok) {
         deps.logger.warn(
-          { request_id: request.requestId, pool_id: outcome.pool.id },
+          { ...requestLogFields(request), pool_id: outcome.pool.id },
           'upstream token count is not a count',
         );
         return count;

@@ -1,5 +1,7 @@
 import { err, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
+import type { Context } from '@opentelemetry/api';
+import { requestLogFields, traceLogFields } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
 import type { AdapterRegistry, UpstreamAdapter } from './adapters';
 import { tracedAttempt } from './attempt-span';
@@ -37,7 +39,10 @@ export interface FailoverDeps {
 }
 
 /** The parts of a call that decide where it may go. */
-export type RoutedRequest = Pick<CompletionRequest, 'requestId' | 'residency' | 'model' | 'candidates'>;
+export type RoutedRequest = Pick<
+  CompletionRequest,
+  'requestId' | 'traceContext' | 'residency' | 'model' | 'candidates'
+>;
 
 /** One endpoint of one pool, with what the pool sends there. */
 export interface EndpointTarget {
@@ -168,7 +173,7 @@ export async function sendWithFailover<C extends PoolCall>(
   operation: UpstreamOperation<C>,
 ): Promise<FailoverOutcome<C>> {
   const { logger, metrics } = deps;
-  const log = { request_id: request.requestId, upstream_call: operation.name };
+  const log = { ...requestLogFields(request), upstream_call: operation.name };
   const plan = planRoute(request, deps.pools);
   for (const { poolId, reason } of plan.skipped) {
     logger.error({ ...log, pool_id: poolId, reason, residency: request.residency }, 'candidate pool not used');
@@ -186,7 +191,8 @@ export async function sendWithFailover<C extends PoolCall>(
   ): Promise<Result<UpstreamResponse, AttemptFailure>> =>
     tracedAttempt(
       { operation: operation.name, model: request.model, pool, endpointUrl: target.endpointUrl },
-      () => attemptOnce(pool, adapter, call, target, lease),
+      request.traceContext,
+      (attemptContext) => attemptOnce(pool, adapter, call, target, lease, attemptContext),
       (result) => (result.ok ? 'accepted' : outcomeLabel(result.error)),
     );
 
@@ -196,8 +202,10 @@ export async function sendWithFailover<C extends PoolCall>(
     call: C,
     target: EndpointTarget,
     lease: EndpointLease,
+    attemptContext: Context | undefined,
   ): Promise<Result<UpstreamResponse, AttemptFailure>> => {
-    const attemptLog = { ...log, pool_id: pool.id, endpoint: target.endpointUrl };
+    // The attempt's own span, when traced: its lines are found from it.
+    const attemptLog = { ...log, ...traceLogFields(attemptContext), pool_id: pool.id, endpoint: target.endpointUrl };
     const began = performance.now();
     const sent = await deps.http.send(call.request(target), { generating: operation.generating, signal });
     const headersMs = Math.round(performance.now() - began);

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
-import { registration, startGrpcServer } from '@gw/grpc';
+import { logHandlerFailures, registration, startGrpcServer } from '@gw/grpc';
 import { routerv1 } from '@gw/proto';
 import {
   createLogger,
@@ -101,8 +101,7 @@ void runOrExit(async () => {
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
     services: [registration(routerv1.RouterService, routerHandlers(router, logger))],
-    onHandlerFailure: (error, method, requestId) =>
-      logger.error({ err: error, method, request_id: requestId }, 'handler failed'),
+    onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metricsServer.registry),
   });
   grpc.setServing(true);

@@ -1,5 +1,5 @@
 import type { Result } from '@gw/errors';
-import { annotateActiveSpan, boundedAttribute } from '@gw/telemetry';
+import { annotateSpan, boundedAttribute, requestLogFields } from '@gw/telemetry';
 import type { CompletionRequest, CompletionStream, TokenUsage } from './completion';
 import { countTokensForTestKey, countTokensLive } from './count-tokens';
 import type { CountTokensRequest, TokenCount } from './count-tokens';
@@ -53,7 +53,7 @@ export function createRouter(deps: RouterDeps): Router {
         const durationMs = Math.round(performance.now() - began);
         metrics.completion({ environment: request.environment, poolId, outcome }, durationMs / 1000, usage);
         // The call's span (the gRPC server span): what the completion came to, never its text.
-        annotateActiveSpan({
+        annotateSpan(request.traceContext, {
           'gen_ai.operation.name': 'chat',
           'gen_ai.request.model': boundedAttribute(request.model),
           'gen_ai.usage.input_tokens': usage?.inputTokens,
@@ -63,7 +63,7 @@ export function createRouter(deps: RouterDeps): Router {
         });
         logger.info(
           {
-            request_id: request.requestId,
+            ...requestLogFields(request),
             environment: request.environment,
             model: request.model,
             stream: request.stream,
@@ -88,7 +88,7 @@ export function createRouter(deps: RouterDeps): Router {
       const count = result.ok ? result.value : undefined;
       logger.info(
         {
-          request_id: request.requestId,
+          ...requestLogFields(request),
           environment: request.environment,
           model: request.model,
           pool_id: count?.poolId,

@@ -1,8 +1,9 @@
 import { err, gatewayError, internalErrorMessage, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import type { MethodsOf, ServiceHandlers } from '@gw/grpc';
+import type { CallContext, MethodsOf, ServiceHandlers } from '@gw/grpc';
 import { commonv1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
+import { requestLogFields } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
 import type { CompletionEvent, CompletionRequest } from './completion';
 import type { CountTokensRequest, TokenCount } from './count-tokens';
@@ -27,13 +28,14 @@ interface RoutedCall {
 }
 
 /** The domain's view of a call; a call without a key environment is a caller's bug. */
-function decodeRoutedCall(request: RoutedCall): Result<CountTokensRequest> {
+function decodeRoutedCall(request: RoutedCall, context: CallContext): Result<CountTokensRequest> {
   const environment = request.key?.environment;
   if (environment !== commonv1.Environment.LIVE && environment !== commonv1.Environment.TEST) {
     return err(gatewayError('api_error', internalErrorMessage));
   }
   return ok({
     requestId: request.requestId,
+    traceContext: context.traceContext,
     accountId: request.key?.accountId ?? '',
     environment: environment === commonv1.Environment.TEST ? 'test' : 'live',
     residency: request.key && residencies[request.key.residency],
@@ -44,13 +46,19 @@ function decodeRoutedCall(request: RoutedCall): Result<CountTokensRequest> {
   });
 }
 
-export function decodeCompleteRequest(request: routerv1.CompleteRequest): Result<CompletionRequest> {
-  const decoded = decodeRoutedCall(request);
+export function decodeCompleteRequest(
+  request: routerv1.CompleteRequest,
+  context: CallContext,
+): Result<CompletionRequest> {
+  const decoded = decodeRoutedCall(request, context);
   return decoded.ok ? ok({ ...decoded.value, stream: request.stream }) : decoded;
 }
 
-export function decodeCountTokensRequest(request: routerv1.CountTokensRequest): Result<CountTokensRequest> {
-  return decodeRoutedCall(request);
+export function decodeCountTokensRequest(
+  request: routerv1.CountTokensRequest,
+  context: CallContext,
+): Result<CountTokensRequest> {
+  return decodeRoutedCall(request, context);
 }
 
 export function encodeTokenCount(count: TokenCount): CountTokensResponseInit {
@@ -93,9 +101,9 @@ export function routerHandlers(
 ): ServiceHandlers<MethodsOf<typeof routerv1.RouterService>> {
   return {
     async *complete(request, context) {
-      const decoded = decodeCompleteRequest(request);
+      const decoded = decodeCompleteRequest(request, context);
       if (!decoded.ok) {
-        logger.error({ request_id: request.requestId }, 'Complete called without a key environment');
+        logger.error(requestLogFields(context), 'Complete called without a key environment');
         yield decoded;
         return;
       }
@@ -104,9 +112,9 @@ export function routerHandlers(
       }
     },
     async countTokens(request, context) {
-      const decoded = decodeCountTokensRequest(request);
+      const decoded = decodeCountTokensRequest(request, context);
       if (!decoded.ok) {
-        logger.error({ request_id: request.requestId }, 'CountTokens called without a key environment');
+        logger.error(requestLogFields(context), 'CountTokens called without a key environment');
         return decoded;
       }
       const counted = await router.countTokens(decoded.value, context.signal);

@@ -7,6 +7,7 @@ import type { Restoration } from '../restoration';
 import { isJsonContentType } from '../validation';
 import type { LeaseRef } from '../leases';
 import type { Reservation } from './reserve';
+import { callScope } from './types';
 import type { Authorization, CallerRequest, MessagesDeps } from './types';
 
 /** What an admitted request carries into the relay: everything checked and charged. */
@@ -63,7 +64,7 @@ export async function admit(
   if (!body.ok) return body;
   const { model } = body.value;
 
-  const authorized = await deps.authorize(key, model, raw.value, request.requestId);
+  const authorized = await deps.authorize(key, model, raw.value, request);
   if (!authorized.ok) return authorized;
   const live = key.environment === commonv1.Environment.LIVE;
   // Never serve what cannot be billed: refuse until usage can be recorded again.
@@ -71,7 +72,7 @@ export async function admit(
 
   const admitted = await deps.clients.quota.acquire(
     { key, requestId: request.requestId, leaseId: reservation?.lease.leaseId },
-    { requestId: request.requestId },
+    callScope(request),
   );
   if (!admitted.ok) return admitted;
   const decision = authorized.value;

@@ -7,5 +7,5 @@ import type { CallerRequest, KeyVerifier } from './types';
  * before this, and a refusal here consumes nothing.
  */
 export function authenticate(keys: KeyVerifier, request: CallerRequest): Promise<Result<commonv1.KeyContext>> {
-  return keys.verify(request.presentedKey, request.sourceAddress, request.requestId);
+  return keys.verify(request.presentedKey, request.sourceAddress, request);
 }

@@ -3,6 +3,7 @@ import { expiredError } from '../in-flight';
 import { restoreMessage, StreamRestoration } from '../restoration';
 import type { TokenCounts } from '../weighting';
 import type { Admission } from './admit';
+import { callScope } from './types';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './types';
 
 /** What the relay learnt, kept outside it so that settling sees it whatever ended the relay. */
@@ -107,8 +108,8 @@ export async function relay(
         headers: request.protocolHeaders,
       },
       {
+        ...callScope(request),
         signal: AbortSignal.any([request.signal, keyStopped.signal]),
-        requestId: request.requestId,
         timeoutMs: deps.completionTimeoutMs,
       },
     );

@@ -3,7 +3,8 @@ import type { RateLimitWindow, Result } from '@gw/errors';
 import type { commonv1 } from '@gw/proto';
 import type { LeaseRef } from '../leases';
 import { windowOf } from '../rate-limit';
-import type { PipelineClients } from './types';
+import { callScope } from './types';
+import type { PipelineClients, RequestScope } from './types';
 
 /** A concurrency slot held for a verified request, from before its body is read. */
 export interface Reservation {
@@ -23,9 +24,9 @@ export interface Reservation {
 export async function reserve(
   quota: PipelineClients['quota'],
   key: commonv1.KeyContext,
-  requestId: string,
+  scope: RequestScope,
 ): Promise<Result<Reservation>> {
-  const reserved = await quota.reserve({ key, requestId }, { requestId });
+  const reserved = await quota.reserve({ key, requestId: scope.requestId }, callScope(scope));
   if (!reserved.ok) return reserved;
   return ok({
     lease: { accountId: key.accountId, environment: key.environment, leaseId: reserved.value.leaseId },

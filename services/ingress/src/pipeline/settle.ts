@@ -72,52 +72,57 @@ export async function settle(
   const billable = admission.live ? billableTokens(tokens) : 0;
   input.releaseLease(BigInt(billable));
   const usageStartedAt = performance.now();
-  await deps.recordUsage({
-    eventId: request.requestId,
-    accountId: key.accountId,
-    keyId: key.keyId,
-    environment: key.environment,
-    model: admission.model,
-    poolId: state.started?.poolId ?? '',
-    region: state.started?.region ?? '',
-    inputTokens: BigInt(tokens.inputTokens),
-    outputTokens: BigInt(tokens.outputTokens),
-    cacheReadInputTokens: BigInt(tokens.cacheReadInputTokens),
-    cacheCreationInputTokens: BigInt(tokens.cacheCreationInputTokens),
-    billableTokens: BigInt(billable),
-    outcome: input.gatewayFailed ? eventsv1.Outcome.GATEWAY_ERROR : outcomes[end],
-    errorType: failure?.type ?? '',
-    plan: key.plan,
-    allowanceTokens: admission.limits?.monthlyTokens ?? 0n,
-    overageEnabled: admission.limits?.overage ?? false,
-    startedAtUnixMs: BigInt(input.startedAt),
-    endedAtUnixMs: BigInt(Date.now()),
-    streamed: admission.streamed,
-  });
+  await deps.recordUsage(
+    {
+      eventId: request.requestId,
+      accountId: key.accountId,
+      keyId: key.keyId,
+      environment: key.environment,
+      model: admission.model,
+      poolId: state.started?.poolId ?? '',
+      region: state.started?.region ?? '',
+      inputTokens: BigInt(tokens.inputTokens),
+      outputTokens: BigInt(tokens.outputTokens),
+      cacheReadInputTokens: BigInt(tokens.cacheReadInputTokens),
+      cacheCreationInputTokens: BigInt(tokens.cacheCreationInputTokens),
+      billableTokens: BigInt(billable),
+      outcome: input.gatewayFailed ? eventsv1.Outcome.GATEWAY_ERROR : outcomes[end],
+      errorType: failure?.type ?? '',
+      plan: key.plan,
+      allowanceTokens: admission.limits?.monthlyTokens ?? 0n,
+      overageEnabled: admission.limits?.overage ?? false,
+      startedAtUnixMs: BigInt(input.startedAt),
+      endedAtUnixMs: BigInt(Date.now()),
+      streamed: admission.streamed,
+    },
+    request,
+  );
   const usageMs = performance.now() - usageStartedAt;
   try {
     finishResponse(request, sink, admission, state, end, failure);
   } catch (error) {
     // The connection broke while the end was written: nothing more can reach this client.
-    deps.logFailure(error, { request_id: request.requestId, stage: 'settle' });
+    deps.logFailure(error, request, { stage: 'settle' });
   }
   const endedAt = Date.now();
   const routerFirstEventMs = elapsedMs(state.relayStartedAt, state.firstEventAt);
-  deps.reportSettled({
-    model: admission.model,
-    region: state.started?.region ?? '',
-    environment: key.environment,
-    streamed: admission.streamed,
-    completed: end === 'ok' && failure === undefined,
-    errorType: failure?.type,
-    tokens,
-    seconds: (endedAt - input.startedAt) / 1000,
-    firstTokenSeconds:
-      state.firstDeltaAtUnixMs === undefined ? undefined : (state.firstDeltaAtUnixMs - input.startedAt) / 1000,
-    routerFirstEventSeconds: routerFirstEventMs === undefined ? undefined : routerFirstEventMs / 1000,
-  });
-  deps.logRequest({
-    request_id: request.requestId,
+  deps.reportSettled(
+    {
+      model: admission.model,
+      region: state.started?.region ?? '',
+      environment: key.environment,
+      streamed: admission.streamed,
+      completed: end === 'ok' && failure === undefined,
+      errorType: failure?.type,
+      tokens,
+      seconds: (endedAt - input.startedAt) / 1000,
+      firstTokenSeconds:
+        state.firstDeltaAtUnixMs === undefined ? undefined : (state.firstDeltaAtUnixMs - input.startedAt) / 1000,
+      routerFirstEventSeconds: routerFirstEventMs === undefined ? undefined : routerFirstEventMs / 1000,
+    },
+    request,
+  );
+  deps.logRequest(request, {
     duration_ms: endedAt - input.startedAt,
     key_id: key.keyId,
     account_id: key.accountId,

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { commonv1, eventsv1, MessageInitShape, policyv1 } from '@gw/proto';
 import type { BodyChecks } from '../body-checks';
@@ -8,9 +9,22 @@ import type { InFlightRequests } from '../in-flight';
 import type { LeaseKeeper } from '../leases';
 import type { Restoration } from '../restoration';
 
-/** One request as the HTTP edge hands it over. */
-export interface CallerRequest {
+/** Whom the gateway's calls for one request are made for: its id and, while tracing is on, its span's context. */
+export interface RequestScope {
   requestId: string;
+  traceContext?: Context;
+}
+
+/**
+ * The options of a gRPC call made for a request: its id and its trace context, and nothing else of what
+ * the scope may be (a CallerRequest's own signal must not cancel every call).
+ */
+export function callScope(scope: RequestScope): { requestId: string; traceContext?: Context } {
+  return { requestId: scope.requestId, traceContext: scope.traceContext };
+}
+
+/** One request as the HTTP edge hands it over. */
+export interface CallerRequest extends RequestScope {
   presentedKey: string;
   sourceAddress: string;
   /** The request's media type, checked once the key is known. */
@@ -58,7 +72,7 @@ export type Authorization = Pick<
 
 /** Verifies a presented key (from a cache kept exact by the revocation channel, else from auth). */
 export interface KeyVerifier {
-  verify(presentedKey: string, sourceAddress: string, requestId: string): Promise<Result<commonv1.KeyContext>>;
+  verify(presentedKey: string, sourceAddress: string, scope: RequestScope): Promise<Result<commonv1.KeyContext>>;
 }
 
 /** Decides model, plan, key permissions and residency, and applies the key's privacy mode. */
@@ -66,7 +80,7 @@ export type Authorize = (
   key: commonv1.KeyContext,
   model: string,
   body: Buffer,
-  requestId: string,
+  scope: RequestScope,
 ) => Promise<Result<Authorization>>;
 
 /** The quota and router calls of the request path; the gRPC clients, or fakes in tests. */
@@ -84,13 +98,13 @@ export interface MessagesDeps {
   leases: Pick<LeaseKeeper, 'hold'>;
   inFlight: InFlightRequests;
   /** Hands a usage event to the metering pipeline; resolves once it is durable (or its loss logged), never rejects. */
-  recordUsage(event: UsageEventInit): Promise<void>;
+  recordUsage(event: UsageEventInit, request: RequestScope): Promise<void>;
   /** The metrics of a request that reached the relay: tokens, time to first token, the gateway's added time. */
-  reportSettled(request: SettledRequest): void;
-  /** One structured line per request: ids and numbers, never content. */
-  logRequest(fields: Record<string, unknown>): void;
+  reportSettled(settled: SettledRequest, request: RequestScope): void;
+  /** One structured line per request (with its id and trace ids): ids and numbers, never content. */
+  logRequest(request: RequestScope, fields: Record<string, unknown>): void;
   /** A failure of the gateway's own code: logged with its stack, never shown to the caller. */
-  logFailure(error: unknown, fields: Record<string, unknown>): void;
+  logFailure(error: unknown, request: RequestScope, fields: Record<string, unknown>): void;
   /** The body size limit of a plan: the gateway's, or the plan's where that is lower. */
   bodyLimitFor(plan: string): number;
   /** Parses and validates a body read whole (400 naming the field); large ones off the event loop. */
