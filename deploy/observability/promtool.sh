@@ -3,10 +3,13 @@
 # started), cached outside the repository by version.
 #   deploy/observability/promtool.sh install   unpack it unless cached (seconds)
 #   deploy/observability/promtool.sh path      print the cached binary's path; exit 1 when it is not there
+#
+# Environment (defaults):
+#   GW_TOOLS_DIR   $HOME/.cache/gateway-tools   (the cache of every tool the scripts install)
 set -euo pipefail
 
 PROMETHEUS_DEB_VERSION=2.42.0+ds-5+deb12u1
-cache_dir="${GATEWAY_TOOLS_CACHE:-$HOME/.cache/gateway-tools}"
+cache_dir="${GW_TOOLS_DIR:-$HOME/.cache/gateway-tools}"
 binary="$cache_dir/promtool-$PROMETHEUS_DEB_VERSION"
 
 case "${1:-}" in
