@@ -113,19 +113,21 @@ export function resolveOverlaps(placed: Placed[], normText: string): Detected[] 
       normEnd = Math.max(normEnd, next.normEnd);
       index += 1;
     }
-    const merged = start !== winner.start || end !== winner.end;
+    if (start === winner.start && end === winner.end) {
+      // Most entities overlap nothing: the winner itself is the entity (no copy).
+      resolved.push(winner);
+      continue;
+    }
     resolved.push({
       type: winner.type,
       start,
       end,
       confidence: winner.confidence,
       detector: winner.detector,
-      canonical: merged
-        ? normText
-            .slice(normStart, normEnd)
-            .replace(/[^\p{L}\p{N}@.]/gu, '')
-            .toUpperCase()
-        : winner.canonical,
+      canonical: normText
+        .slice(normStart, normEnd)
+        .replace(/[^\p{L}\p{N}@.]/gu, '')
+        .toUpperCase(),
     });
   }
   return resolved;
@@ -145,7 +147,9 @@ export function detectDetailed(text: string, options: DetectOptions = {}): Detec
     if (!enabled.has(candidate.type) || candidate.end <= candidate.start) continue;
     const threshold = options.thresholds?.[candidate.detector] ?? DEFAULT_THRESHOLDS[candidate.detector];
     if (candidate.score < threshold) continue;
-    const { start, end } = toOriginal(normalised, candidate.start, candidate.end);
+    let start = candidate.start;
+    let end = candidate.end;
+    if (normalised.segments !== null) ({ start, end } = toOriginal(normalised, start, end));
     placed.push({
       type: candidate.type,
       start,

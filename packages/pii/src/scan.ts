@@ -226,59 +226,58 @@ export class Scan {
 /** Runs with fewer digits than this are of no use to any detector (the shortest phone number has 7). */
 export const MIN_RUN_DIGITS = 7;
 
-/** End of the run starting at the digit at `index`, and its digit count (no allocation). */
-function measureRun(text: string, index: number): { end: number; digits: number } {
-  const length = text.length;
-  let digits = 0;
-  for (;;) {
-    while (index < length && isDigitCode(text.charCodeAt(index))) {
-      index += 1;
-      digits += 1;
-    }
-    let next = index;
-    while (next < length && next - index < MAX_SEPARATOR_RUN && isSeparatorCode(text.charCodeAt(next))) next += 1;
-    if (next > index && next < length && isDigitCode(text.charCodeAt(next))) index = next;
-    else return { end: index, digits };
-  }
-}
-
 const DIGIT = /[0-9]/g;
 
+/**
+ * The runs of `text`, in one pass: each run's groups are found as it is measured, into scratch arrays that are
+ * copied only for a run long enough to keep (most digit sequences in prose are short numbers).
+ */
 export function digitRuns(text: string): DigitRun[] {
   const runs: DigitRun[] = [];
   const length = text.length;
+  const starts: number[] = [];
+  const ends: number[] = [];
   let index = 0;
   while (index < length) {
-    // The regex engine finds the next digit much faster than a character loop.
+    // The regex engine finds the next digit much faster than a character loop; test() builds no match array.
     DIGIT.lastIndex = index;
-    const found = DIGIT.exec(text);
-    if (found === null) break;
-    index = found.index;
-    const measured = measureRun(text, index);
-    if (measured.digits < MIN_RUN_DIGITS) {
-      index = measured.end;
-      continue;
-    }
-    const groupStarts: number[] = [];
-    const groupEnds: number[] = [];
-    const digitOffsets: number[] = [0];
-    const parts: string[] = [];
+    if (!DIGIT.test(text)) break;
+    index = DIGIT.lastIndex - 1;
+    starts.length = 0;
+    ends.length = 0;
     let digitCount = 0;
-    while (index < measured.end) {
+    for (;;) {
       const groupStart = index;
-      while (index < measured.end && isDigitCode(text.charCodeAt(index))) index += 1;
-      groupStarts.push(groupStart);
-      groupEnds.push(index);
-      parts.push(text.slice(groupStart, index));
+      while (index < length && isDigitCode(text.charCodeAt(index))) index += 1;
+      starts.push(groupStart);
+      ends.push(index);
       digitCount += index - groupStart;
-      digitOffsets.push(digitCount);
-      while (index < measured.end && !isDigitCode(text.charCodeAt(index))) index += 1;
+      let next = index;
+      while (next < length && next - index < MAX_SEPARATOR_RUN && isSeparatorCode(text.charCodeAt(next))) next += 1;
+      if (next > index && next < length && isDigitCode(text.charCodeAt(next))) index = next;
+      else break;
     }
-    const start = groupStarts[0]!;
+    if (digitCount < MIN_RUN_DIGITS) continue;
+    const groups = starts.length;
+    const digitOffsets: number[] = [0];
+    let digits = '';
+    for (let group = 0; group < groups; group += 1) {
+      digits += text.slice(starts[group]!, ends[group]!);
+      digitOffsets.push(digitOffsets[group]! + ends[group]! - starts[group]!);
+    }
+    const start = starts[0]!;
     let plus = -1;
     if (start >= 1 && text.charCodeAt(start - 1) === 43) plus = start - 1;
     else if (start >= 2 && text.charCodeAt(start - 1) === 32 && text.charCodeAt(start - 2) === 43) plus = start - 2;
-    runs.push({ start, end: measured.end, groupStarts, groupEnds, digits: parts.join(''), digitOffsets, plus });
+    runs.push({
+      start,
+      end: index,
+      groupStarts: starts.slice(),
+      groupEnds: ends.slice(),
+      digits,
+      digitOffsets,
+      plus,
+    });
   }
   return runs;
 }

@@ -16,36 +16,42 @@ export interface TokeniseResult {
   readonly counts: Counts;
 }
 
-/** Replaces the entities of one text, left to right over non-overlapping spans. */
+/** Replaces the entities of one text, left to right over non-overlapping spans (one join: no chain of copies). */
 function replaceEntities(
   text: string,
   entities: readonly Detected[],
   replacement: (entity: Detected) => string,
 ): string {
   if (entities.length === 0) return text;
-  let output = '';
+  const parts: string[] = [];
   let last = 0;
   for (const entity of entities) {
-    output += text.slice(last, entity.start) + replacement(entity);
+    parts.push(text.slice(last, entity.start), replacement(entity));
     last = entity.end;
   }
-  return output + text.slice(last);
+  parts.push(text.slice(last));
+  return parts.join('');
 }
 
-/** Numbers values per type across one request: the same key always gets the same number. */
+/**
+ * Numbers values per type across one request: the same key always gets the same replacement, made once from its
+ * number (1, 2, … per type) and then reused.
+ */
 class Numbering {
-  private readonly numbers = new Map<string, number>();
-  private readonly next = new Map<EntityType, number>();
+  private readonly byType = new Map<EntityType, Map<string, string>>();
 
-  numberOf(type: EntityType, key: string): number {
-    const mapKey = `${type}\u0000${key}`;
-    let number = this.numbers.get(mapKey);
-    if (number === undefined) {
-      number = (this.next.get(type) ?? 0) + 1;
-      this.next.set(type, number);
-      this.numbers.set(mapKey, number);
+  replacementOf(type: EntityType, key: string, make: (number: number) => string): string {
+    let replacements = this.byType.get(type);
+    if (replacements === undefined) {
+      replacements = new Map();
+      this.byType.set(type, replacements);
     }
-    return number;
+    let replacement = replacements.get(key);
+    if (replacement === undefined) {
+      replacement = make(replacements.size + 1);
+      replacements.set(key, replacement);
+    }
+    return replacement;
   }
 }
 
@@ -63,10 +69,8 @@ export function redact(texts: readonly string[], options: DetectOptions = {}): R
   const output = texts.map((text) => {
     const entities = detectDetailed(text, options);
     count(counts, entities);
-    return replaceEntities(
-      text,
-      entities,
-      (entity) => `[${entity.type}_${numbering.numberOf(entity.type, entity.canonical)}]`,
+    return replaceEntities(text, entities, (entity) =>
+      numbering.replacementOf(entity.type, entity.canonical, (number) => `[${entity.type}_${number}]`),
     );
   });
   return { texts: output, counts };
@@ -89,12 +93,13 @@ export function tokenise(texts: readonly string[], nonce: string, options: Detec
   const output = texts.map((text) => {
     const entities = detectDetailed(text, options);
     count(counts, entities);
-    return replaceEntities(text, entities, (entity) => {
-      const value = text.slice(entity.start, entity.end);
-      const token = placeholder(entity.type, numbering.numberOf(entity.type, value), nonce);
-      map[token] = value;
-      return token;
-    });
+    return replaceEntities(text, entities, (entity) =>
+      numbering.replacementOf(entity.type, text.slice(entity.start, entity.end), (number) => {
+        const token = placeholder(entity.type, number, nonce);
+        map[token] = text.slice(entity.start, entity.end);
+        return token;
+      }),
+    );
   });
   return { texts: output, map, counts };
 }

@@ -78,19 +78,19 @@ export const ipDetector: Detector = {
         canonical: match[0],
       });
     }
+    // Only a run with two colons can be an address: each run is found from one of its colons (indexOf is far
+    // faster than a test of every character), widened to its maximal extent, and the search goes on past it.
     let index = 0;
-    while (index < text.length) {
-      if (!isHexOrColon(text.charCodeAt(index))) {
-        index += 1;
-        continue;
-      }
-      let end = index;
-      let colons = 0;
+    for (let colon = text.indexOf(':'); colon >= 0; colon = text.indexOf(':', index)) {
+      let runStart = colon;
+      while (runStart > index && isHexOrColon(text.charCodeAt(runStart - 1))) runStart -= 1;
+      let end = colon + 1;
+      let colons = 1;
       while (end < text.length && isHexOrColon(text.charCodeAt(end))) {
         if (text.charCodeAt(end) === 58) colons += 1;
         end += 1;
       }
-      let start = index;
+      let start = runStart;
       index = end;
       if (colons < 2) continue;
       // "ip:fe80::1" → drop a single leading ':'; a sentence's '.' or ':' at the end.
