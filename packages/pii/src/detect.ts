@@ -71,9 +71,10 @@ export interface Detected extends Entity {
   readonly canonical: string;
 }
 
+/** A candidate over its threshold, in original offsets; the normalised span only when it differs (folded text). */
 export interface Placed extends Detected {
-  readonly normStart: number;
-  readonly normEnd: number;
+  readonly normStart?: number;
+  readonly normEnd?: number;
 }
 
 /** True when `a` wins over `b`: higher confidence, then longer, then earlier, then TYPE_RANK. */
@@ -101,16 +102,16 @@ export function resolveOverlaps(placed: Placed[], normText: string): Detected[] 
     let winner = placed[index]!;
     let start = winner.start;
     let end = winner.end;
-    let normStart = winner.normStart;
-    let normEnd = winner.normEnd;
+    let normStart = winner.normStart ?? winner.start;
+    let normEnd = winner.normEnd ?? winner.end;
     index += 1;
     while (index < placed.length && placed[index]!.start < end) {
       const next = placed[index]!;
       if (wins(next, winner)) winner = next;
       end = Math.max(end, next.end);
       start = Math.min(start, next.start);
-      normStart = Math.min(normStart, next.normStart);
-      normEnd = Math.max(normEnd, next.normEnd);
+      normStart = Math.min(normStart, next.normStart ?? next.start);
+      normEnd = Math.max(normEnd, next.normEnd ?? next.end);
       index += 1;
     }
     if (start === winner.start && end === winner.end) {
@@ -146,15 +147,18 @@ export function detectDetailed(text: string, options: DetectOptions = {}): Detec
   for (const candidate of candidates) {
     if (!enabled.has(candidate.type) || candidate.end <= candidate.start) continue;
     const threshold = options.thresholds?.[candidate.detector] ?? DEFAULT_THRESHOLDS[candidate.detector];
-    if (candidate.score < threshold) continue;
-    let start = candidate.start;
-    let end = candidate.end;
-    if (normalised.segments !== null) ({ start, end } = toOriginal(normalised, start, end));
+    if (candidate.confidence < threshold) continue;
+    if (normalised.segments === null) {
+      // Nothing was folded: normalised offsets are original offsets, and the candidate is the entity as it is.
+      placed.push(candidate);
+      continue;
+    }
+    const { start, end } = toOriginal(normalised, candidate.start, candidate.end);
     placed.push({
       type: candidate.type,
       start,
       end,
-      confidence: candidate.score,
+      confidence: candidate.confidence,
       detector: candidate.detector,
       canonical: candidate.canonical,
       normStart: candidate.start,

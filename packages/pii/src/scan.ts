@@ -7,7 +7,8 @@ export interface Candidate {
   readonly type: EntityType;
   readonly start: number;
   readonly end: number;
-  readonly score: number;
+  /** The score before thresholds (named as in Entity, so that a candidate can be an entity as it is). */
+  readonly confidence: number;
   /** The value in a canonical form (digits only, lower-case email, E.164 phone): `[TYPE_n]` numbering key. */
   readonly canonical: string;
 }
@@ -130,10 +131,12 @@ export const MAX_SEPARATOR_RUN = 3;
 export interface DigitRun {
   readonly start: number;
   readonly end: number;
+  /** How many groups of contiguous digits the run has (the arrays below may be longer: read only this many). */
+  readonly groups: number;
   /** [start, end) of each group of contiguous digits. */
   readonly groupStarts: readonly number[];
   readonly groupEnds: readonly number[];
-  /** All digits of the run; digitOffsets[k] is where group k starts in it (length: groups + 1). */
+  /** All digits of the run; digitOffsets[k] is where group k starts in it (groups + 1 entries). */
   readonly digits: string;
   readonly digitOffsets: readonly number[];
   /** Offset of a '+' just before the run (or '+' and one space), else -1. */
@@ -214,12 +217,29 @@ export class Scan {
     return Math.min(1, Math.max(0, Math.round(score * 100) / 100));
   }
 
-  private runsCache: DigitRun[] | null = null;
+  /**
+   * The runs found by the first eachRun, as flat numbers: per run its start, end, plus and group count, then the
+   * start and end of each group. One array instead of a few small objects per run: a text dense with numbers
+   * would otherwise fill the young heap with objects that live until the end of detection (costly to collect).
+   */
+  private runTable: number[] | null = null;
 
-  /** The digit runs with at least MIN_RUN_DIGITS digits (found once, shared by the phone and numeric detectors). */
-  runs(): readonly DigitRun[] {
-    if (this.runsCache === null) this.runsCache = digitRuns(this.text);
-    return this.runsCache;
+  /**
+   * Calls `visit` with each digit run of at least MIN_RUN_DIGITS digits, in order. The run object and its arrays
+   * are reused from one run to the next: they are valid only during the call.
+   */
+  eachRun(visit: (run: DigitRun) => void): void {
+    if (this.runTable !== null) {
+      replayRuns(this.text, this.runTable, visit);
+      return;
+    }
+    const table: number[] = [];
+    forEachDigitRun(this.text, (run) => {
+      table.push(run.start, run.end, run.plus, run.groups);
+      for (let group = 0; group < run.groups; group += 1) table.push(run.groupStarts[group]!, run.groupEnds[group]!);
+      visit(run);
+    });
+    this.runTable = table;
   }
 }
 
@@ -228,29 +248,60 @@ export const MIN_RUN_DIGITS = 7;
 
 const DIGIT = /[0-9]/g;
 
-/**
- * The runs of `text`, in one pass: each run's groups are found as it is measured, into scratch arrays that are
- * copied only for a run long enough to keep (most digit sequences in prose are short numbers).
- */
-export function digitRuns(text: string): DigitRun[] {
-  const runs: DigitRun[] = [];
+interface ScratchRun {
+  start: number;
+  end: number;
+  groups: number;
+  readonly groupStarts: number[];
+  readonly groupEnds: number[];
+  digits: string;
+  readonly digitOffsets: number[];
+  plus: number;
+}
+
+const scratchRun = (): ScratchRun => ({
+  start: 0,
+  end: 0,
+  groups: 0,
+  groupStarts: [],
+  groupEnds: [],
+  digits: '',
+  digitOffsets: [0],
+  plus: -1,
+});
+
+/** Sets the digits of a run whose groups are set. */
+function collectDigits(text: string, run: ScratchRun): void {
+  let digits = '';
+  for (let group = 0; group < run.groups; group += 1) {
+    const start = run.groupStarts[group]!;
+    const end = run.groupEnds[group]!;
+    digits += text.slice(start, end);
+    run.digitOffsets[group + 1] = run.digitOffsets[group]! + end - start;
+  }
+  run.digits = digits;
+}
+
+/** Calls `visit` with each run of `text` that has at least MIN_RUN_DIGITS digits (one reused object, see eachRun). */
+function forEachDigitRun(text: string, visit: (run: DigitRun) => void): void {
+  const run = scratchRun();
+  const starts = run.groupStarts;
+  const ends = run.groupEnds;
   const length = text.length;
-  const starts: number[] = [];
-  const ends: number[] = [];
   let index = 0;
   while (index < length) {
     // The regex engine finds the next digit much faster than a character loop; test() builds no match array.
     DIGIT.lastIndex = index;
     if (!DIGIT.test(text)) break;
     index = DIGIT.lastIndex - 1;
-    starts.length = 0;
-    ends.length = 0;
+    let groups = 0;
     let digitCount = 0;
     for (;;) {
       const groupStart = index;
       while (index < length && isDigitCode(text.charCodeAt(index))) index += 1;
-      starts.push(groupStart);
-      ends.push(index);
+      starts[groups] = groupStart;
+      ends[groups] = index;
+      groups += 1;
       digitCount += index - groupStart;
       let next = index;
       while (next < length && next - index < MAX_SEPARATOR_RUN && isSeparatorCode(text.charCodeAt(next))) next += 1;
@@ -258,28 +309,36 @@ export function digitRuns(text: string): DigitRun[] {
       else break;
     }
     if (digitCount < MIN_RUN_DIGITS) continue;
-    const groups = starts.length;
-    const digitOffsets: number[] = [0];
-    let digits = '';
-    for (let group = 0; group < groups; group += 1) {
-      digits += text.slice(starts[group]!, ends[group]!);
-      digitOffsets.push(digitOffsets[group]! + ends[group]! - starts[group]!);
-    }
     const start = starts[0]!;
     let plus = -1;
     if (start >= 1 && text.charCodeAt(start - 1) === 43) plus = start - 1;
     else if (start >= 2 && text.charCodeAt(start - 1) === 32 && text.charCodeAt(start - 2) === 43) plus = start - 2;
-    runs.push({
-      start,
-      end: index,
-      groupStarts: starts.slice(),
-      groupEnds: ends.slice(),
-      digits,
-      digitOffsets,
-      plus,
-    });
+    run.start = start;
+    run.end = index;
+    run.plus = plus;
+    run.groups = groups;
+    collectDigits(text, run);
+    visit(run);
   }
-  return runs;
+}
+
+/** Calls `visit` with each run recorded in `table` (see Scan.runTable). */
+function replayRuns(text: string, table: readonly number[], visit: (run: DigitRun) => void): void {
+  const run = scratchRun();
+  let at = 0;
+  while (at < table.length) {
+    run.start = table[at]!;
+    run.end = table[at + 1]!;
+    run.plus = table[at + 2]!;
+    run.groups = table[at + 3]!;
+    at += 4;
+    for (let group = 0; group < run.groups; group += 1, at += 2) {
+      run.groupStarts[group] = table[at]!;
+      run.groupEnds[group] = table[at + 1]!;
+    }
+    collectDigits(text, run);
+    visit(run);
+  }
 }
 
 /** Digits of groups first..last of a run. */
@@ -292,7 +351,7 @@ export function windowBoundaryOk(text: string, run: DigitRun, first: number, las
   if (first === 0) {
     if (isWordChar(text, run.start - 1)) return false;
   } else if (isDot(text, run.groupEnds[first - 1]!, run.groupStarts[first]!)) return false;
-  if (last === run.groupStarts.length - 1) {
+  if (last === run.groups - 1) {
     if (isWordChar(text, run.end)) return false;
   } else if (isDot(text, run.groupEnds[last]!, run.groupStarts[last + 1]!)) return false;
   return true;

@@ -99,7 +99,7 @@ export const dobDetector: Detector = {
         type: 'DATE_OF_BIRTH',
         start,
         end,
-        score: scan.score(0.15, start, end, DOB_CONTEXT, { boost: 0.5 }),
+        confidence: scan.score(0.15, start, end, DOB_CONTEXT, { boost: 0.5 }),
         canonical: `${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`,
       });
     };
@@ -163,7 +163,7 @@ export const passportDetector: Detector = {
         type: 'PASSPORT',
         start,
         end,
-        score: scan.score(0.15, start, end, PASSPORT_CONTEXT, { boost: 0.5 }),
+        confidence: scan.score(0.15, start, end, PASSPORT_CONTEXT, { boost: 0.5 }),
         canonical: value,
       });
     }

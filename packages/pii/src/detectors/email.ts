@@ -72,7 +72,7 @@ export const emailDetector: Detector = {
         type: 'EMAIL',
         start,
         end,
-        score: 0.9,
+        confidence: 0.9,
         canonical: text.slice(start, end).toLowerCase(),
       });
     }

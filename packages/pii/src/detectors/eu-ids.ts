@@ -48,7 +48,7 @@ export const euIdDetector: Detector = {
         type: 'NATIONAL_ID',
         start,
         end,
-        score: scan.score(base, start, end, ES_CONTEXT),
+        confidence: scan.score(base, start, end, ES_CONTEXT),
         canonical: digits + letter.toUpperCase(),
       });
     }
@@ -64,7 +64,7 @@ export const euIdDetector: Detector = {
         type: 'NATIONAL_ID',
         start,
         end,
-        score: scan.score(0.65, start, end, ES_CONTEXT),
+        confidence: scan.score(0.65, start, end, ES_CONTEXT),
         canonical: prefix + match[2]! + letter.toUpperCase(),
       });
     }
@@ -78,7 +78,7 @@ export const euIdDetector: Detector = {
         type: 'NATIONAL_ID',
         start,
         end,
-        score: scan.score(0.85, start, end, IT_CONTEXT, { negative: null }),
+        confidence: scan.score(0.85, start, end, IT_CONTEXT, { negative: null }),
         canonical: code,
       });
     }
@@ -92,7 +92,7 @@ export const euIdDetector: Detector = {
         type: 'NATIONAL_ID',
         start,
         end,
-        score: scan.score(0.6, start, end, FR_CONTEXT),
+        confidence: scan.score(0.6, start, end, FR_CONTEXT),
         canonical: value,
       });
     }

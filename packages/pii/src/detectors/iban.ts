@@ -61,7 +61,7 @@ export const ibanDetector: Detector = {
         type: 'IBAN',
         start,
         end: index,
-        score: scan.score(0.95, start, index, IBAN_CONTEXT, { negative: null }),
+        confidence: scan.score(0.95, start, index, IBAN_CONTEXT, { negative: null }),
         canonical: value,
       });
       START.lastIndex = index;

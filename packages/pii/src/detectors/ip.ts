@@ -71,7 +71,7 @@ export const ipDetector: Detector = {
         type: 'IP_ADDRESS',
         start,
         end,
-        score: Math.max(
+        confidence: Math.max(
           0,
           scan.score(0.6, start, end, IP_CONTEXT, { negative: NEGATIVE_CONTEXT }) - (versionLike ? 0.5 : 0),
         ),
@@ -108,7 +108,7 @@ export const ipDetector: Detector = {
         type: 'IP_ADDRESS',
         start,
         end,
-        score: scan.score(base, start, end, IP_CONTEXT),
+        confidence: scan.score(base, start, end, IP_CONTEXT),
         canonical: value.toLowerCase(),
       });
     }

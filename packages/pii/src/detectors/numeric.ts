@@ -97,19 +97,19 @@ function emit(
   type: Candidate['type'],
   start: number,
   end: number,
-  score: number,
+  confidence: number,
   canonical: string,
 ): void {
-  out.push({ detector, type, start, end, score, canonical });
+  out.push({ detector, type, start, end, confidence, canonical });
 }
 
 export const numericDetector: Detector = {
   ids: ['card', 'nhs', 'nl_bsn', 'pl_pesel', 'de_steuer_id', 'fr_nir'],
   run(scan: Scan, out: Candidate[]): void {
     const text = scan.text;
-    for (const run of scan.runs()) {
-      const groups = run.groupStarts.length;
-      if (run.digits.length < 9 || allSameDigit(run.digits)) continue;
+    scan.eachRun((run) => {
+      const groups = run.groups;
+      if (run.digits.length < 9 || allSameDigit(run.digits)) return;
       for (let first = 0; first < groups; first += 1) {
         const lead = run.digits.charCodeAt(run.digitOffsets[first]!) - 48;
         for (let last = first; last < groups; last += 1) {
@@ -147,6 +147,6 @@ export const numericDetector: Detector = {
           }
         }
       }
-    }
+    });
   },
 };

@@ -175,9 +175,9 @@ export const phoneDetector: Detector = {
       }
       return result;
     };
-    for (const run of scan.runs()) {
-      const groups = run.groupStarts.length;
-      if (run.digits.length < 7) continue;
+    scan.eachRun((run) => {
+      const groups = run.groups;
+      if (run.digits.length < 7) return;
       let contextChecked = false;
       let hasContext = false;
       let first = 0;
@@ -194,16 +194,13 @@ export const phoneDetector: Detector = {
         }
         let found = -1;
         if (isPlus || isDoubleZero || isTrunk || (noTrunk && hasContext)) {
-          // Longest first: the ends (group indices) whose digit count fits a phone number.
-          const ends: number[] = [];
-          for (let last = first; last < groups; last += 1) {
-            const count = run.digitOffsets[last + 1]! - run.digitOffsets[first]!;
-            if (count > 17) break;
-            if (count >= 7) ends.push(last);
-          }
-          ends.reverse();
+          // Longest first: the ends (group indices) whose digit count fits a phone number, from at most 17 digits
+          // down to at least 7.
+          let longest = first - 1;
+          while (longest + 1 < groups && run.digitOffsets[longest + 2]! - run.digitOffsets[first]! <= 17) longest += 1;
           let tried = 0;
-          for (const last of ends) {
+          for (let last = longest; last >= first; last -= 1) {
+            if (run.digitOffsets[last + 1]! - run.digitOffsets[first]! < 7) break;
             if (tried >= MAX_WINDOWS_PER_START) break;
             if (!windowBoundaryOk(text, run, first, last)) continue;
             const digits = phoneDigits(text, run, first, last);
@@ -241,7 +238,7 @@ export const phoneDetector: Detector = {
                 type: 'PHONE',
                 start,
                 end,
-                score: scan.score(result.base, start, end, PHONE_CONTEXT),
+                confidence: scan.score(result.base, start, end, PHONE_CONTEXT),
                 canonical: result.e164,
               });
               found = last;
@@ -251,6 +248,6 @@ export const phoneDetector: Detector = {
         }
         first = found >= 0 ? found + 1 : first + 1;
       }
-    }
+    });
   },
 };

@@ -72,7 +72,7 @@ export const ukDetector: Detector = {
         type: 'UK_NINO',
         start,
         end,
-        score: scan.score(base, start, end, NINO_CONTEXT),
+        confidence: scan.score(base, start, end, NINO_CONTEXT),
         canonical: `${upperPrefix}${match[2]}${match[3]}${match[4]}${(suffix ?? '').toUpperCase()}`,
       });
     }
@@ -88,7 +88,7 @@ export const ukDetector: Detector = {
         type: 'UK_POSTCODE',
         start,
         end,
-        score: scan.score(base, start, end, POSTCODE_CONTEXT),
+        confidence: scan.score(base, start, end, POSTCODE_CONTEXT),
         canonical: value.replace(/ /g, '').toUpperCase(),
       });
     }
