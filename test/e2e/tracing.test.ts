@@ -238,12 +238,24 @@ async function requestTrace(receiver: OtlpReceiver, traceId: string, requestId: 
   )!;
   expect(batch.kind).toBe(kind.consumer);
   expect(batch.traceId).not.toBe(traceId);
-  return { edge, spans };
+  return { edge, spans, routerSpan };
+}
+
+/** The request's log lines of one service (JSON lines carrying its request_id). */
+async function logLinesOf(service: string, requestId: string): Promise<Record<string, unknown>[]> {
+  const log = await readFile(join(state.logs, `${service}.log`), 'utf8');
+  return log
+    .split('\n')
+    .filter((line) => line.includes(requestId))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.request_id === requestId);
 }
 
 describe('tracing', () => {
   const receiver = new OtlpReceiver();
   const marker = `trace-marker-${randomUUID()}`;
+  /** The requests traced so far, with the spans their log lines must name. */
+  const traced: { requestId: string; traceId: string; edgeSpanId: string; routerSpanId: string }[] = [];
 
   beforeAll(async () => {
     await receiver.listen(ports.traces.otlpHttp);
@@ -263,7 +275,9 @@ describe('tracing', () => {
     const traceId = response.headers['x-trace-id'] as string;
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(traceId).not.toBe(forgedTraceId);
-    const { edge } = await requestTrace(receiver, traceId, response.headers['x-request-id'] as string);
+    const requestId = response.headers['x-request-id'] as string;
+    const { edge, routerSpan } = await requestTrace(receiver, traceId, requestId);
+    traced.push({ requestId, traceId, edgeSpanId: edge.spanId, routerSpanId: routerSpan.spanId });
     expect(edge.parentSpanId).toBeUndefined();
     expect(receiver.inTrace(forgedTraceId)).toEqual([]);
   });
@@ -278,7 +292,9 @@ describe('tracing', () => {
     expect(response.status).toBe(200);
     expect(response.body).toContain('message_stop');
     expect(response.headers['x-trace-id']).toBe(proxyTraceId);
-    const { edge } = await requestTrace(receiver, proxyTraceId, response.headers['x-request-id'] as string);
+    const requestId = response.headers['x-request-id'] as string;
+    const { edge, routerSpan } = await requestTrace(receiver, proxyTraceId, requestId);
+    traced.push({ requestId, traceId: proxyTraceId, edgeSpanId: edge.spanId, routerSpanId: routerSpan.spanId });
     expect(edge.parentSpanId).toBe(proxySpanId);
     expect(edge.attributes['gateway.streamed']).toBe(true);
   });
@@ -295,10 +311,16 @@ describe('tracing', () => {
       const exposition = await (await fetch(url)).text();
       expect({ service, hasMarker: exposition.includes(marker) }).toEqual({ service, hasMarker: false });
     }
-    // Log lines written while a request's span was active carry its ids.
-    const ingressLog = await readFile(join(state.logs, 'ingress.log'), 'utf8');
-    const tracedLines = ingressLog.split('\n').filter((line) => line.includes('"trace_id"'));
-    expect(tracedLines.length).toBeGreaterThan(0);
-    for (const line of tracedLines) expect(line).toMatch(/"trace_id":"[0-9a-f]{32}","span_id":"[0-9a-f]{16}"/);
+    // Each request's log lines carry its trace and the span they were written for: ingress's request
+    // line the edge span, the router's completion line the router's call span.
+    expect(traced.length).toBeGreaterThan(0);
+    for (const { requestId, traceId, edgeSpanId, routerSpanId } of traced) {
+      const ingressLines = await logLinesOf('ingress', requestId);
+      expect(ingressLines.length).toBeGreaterThan(0);
+      for (const line of ingressLines) expect(line).toMatchObject({ trace_id: traceId, span_id: edgeSpanId });
+      const routerLines = (await logLinesOf('router', requestId)).filter((line) => line.msg === 'completion ended');
+      expect(routerLines).toHaveLength(1);
+      expect(routerLines[0]).toMatchObject({ trace_id: traceId, span_id: routerSpanId });
+    }
   });
 });
