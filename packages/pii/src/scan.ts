@@ -136,7 +136,10 @@ export interface DigitRun {
   /** [start, end) of each group of contiguous digits. */
   readonly groupStarts: readonly number[];
   readonly groupEnds: readonly number[];
-  /** All digits of the run; digitOffsets[k] is where group k starts in it (groups + 1 entries). */
+  /**
+   * All digits of the run (empty when the visitor asked for none, see Scan.eachRun); digitOffsets[k] is where
+   * group k starts in them (groups + 1 entries).
+   */
   readonly digits: string;
   readonly digitOffsets: readonly number[];
   /** Offset of a '+' just before the run (or '+' and one space), else -1. */
@@ -145,6 +148,14 @@ export interface DigitRun {
 
 const isLetterCode = (unit: number): boolean =>
   (unit >= 65 && unit <= 90) || (unit >= 97 && unit <= 122) || unit > 0x7f;
+
+interface ScoreOptions {
+  readonly boost?: number;
+  readonly negative?: RegExp | null;
+}
+
+/** One shared object for calls without options (a default `{}` would be a new object per match). */
+const DEFAULT_SCORE_OPTIONS: ScoreOptions = {};
 
 /** Scan state shared by the detectors for one normalised text. */
 export class Scan {
@@ -206,7 +217,7 @@ export class Scan {
     start: number,
     end: number,
     positive: RegExp | null,
-    options: { boost?: number; negative?: RegExp | null } = {},
+    options: ScoreOptions = DEFAULT_SCORE_OPTIONS,
   ): number {
     let score = base;
     if (positive !== null && this.near(positive, start, end)) {
@@ -222,24 +233,55 @@ export class Scan {
    * start and end of each group. One array instead of a few small objects per run: a text dense with numbers
    * would otherwise fill the young heap with objects that live until the end of detection (costly to collect).
    */
-  private runTable: number[] | null = null;
+  private runTable: RunTable | null = null;
 
   /**
    * Calls `visit` with each digit run of at least MIN_RUN_DIGITS digits, in order. The run object and its arrays
-   * are reused from one run to the next: they are valid only during the call.
+   * are reused from one run to the next: they are valid only during the call. `digits` is filled only when
+   * `withDigits` is true (the default); otherwise it is empty and only the offsets are set.
    */
-  eachRun(visit: (run: DigitRun) => void): void {
+  eachRun(visit: (run: DigitRun) => void, withDigits = true): void {
     if (this.runTable !== null) {
-      replayRuns(this.text, this.runTable, visit);
+      replayRuns(this.text, this.runTable, visit, withDigits);
       return;
     }
-    const table: number[] = [];
-    forEachDigitRun(this.text, (run) => {
-      table.push(run.start, run.end, run.plus, run.groups);
-      for (let group = 0; group < run.groups; group += 1) table.push(run.groupStarts[group]!, run.groupEnds[group]!);
-      visit(run);
-    });
+    const table = new RunTable();
+    forEachDigitRun(
+      this.text,
+      (run) => {
+        table.record(run);
+        visit(run);
+      },
+      withDigits,
+    );
     this.runTable = table;
+  }
+}
+
+/** A growable array of 32-bit numbers (offsets in a string always fit). */
+class RunTable {
+  numbers = new Int32Array(1024);
+  length = 0;
+
+  record(run: DigitRun): void {
+    const needed = this.length + 4 + 2 * run.groups;
+    if (needed > this.numbers.length) {
+      const grown = new Int32Array(Math.max(needed, 2 * this.numbers.length));
+      grown.set(this.numbers.subarray(0, this.length));
+      this.numbers = grown;
+    }
+    const numbers = this.numbers;
+    let at = this.length;
+    numbers[at] = run.start;
+    numbers[at + 1] = run.end;
+    numbers[at + 2] = run.plus;
+    numbers[at + 3] = run.groups;
+    at += 4;
+    for (let group = 0; group < run.groups; group += 1, at += 2) {
+      numbers[at] = run.groupStarts[group]!;
+      numbers[at + 1] = run.groupEnds[group]!;
+    }
+    this.length = at;
   }
 }
 
@@ -270,20 +312,20 @@ const scratchRun = (): ScratchRun => ({
   plus: -1,
 });
 
-/** Sets the digits of a run whose groups are set. */
-function collectDigits(text: string, run: ScratchRun): void {
+/** Sets the digit offsets of a run whose groups are set, and its digits when asked. */
+function collectDigits(text: string, run: ScratchRun, withDigits: boolean): void {
   let digits = '';
   for (let group = 0; group < run.groups; group += 1) {
     const start = run.groupStarts[group]!;
     const end = run.groupEnds[group]!;
-    digits += text.slice(start, end);
+    if (withDigits) digits += text.slice(start, end);
     run.digitOffsets[group + 1] = run.digitOffsets[group]! + end - start;
   }
   run.digits = digits;
 }
 
 /** Calls `visit` with each run of `text` that has at least MIN_RUN_DIGITS digits (one reused object, see eachRun). */
-function forEachDigitRun(text: string, visit: (run: DigitRun) => void): void {
+function forEachDigitRun(text: string, visit: (run: DigitRun) => void, withDigits: boolean): void {
   const run = scratchRun();
   const starts = run.groupStarts;
   const ends = run.groupEnds;
@@ -317,26 +359,27 @@ function forEachDigitRun(text: string, visit: (run: DigitRun) => void): void {
     run.end = index;
     run.plus = plus;
     run.groups = groups;
-    collectDigits(text, run);
+    collectDigits(text, run, withDigits);
     visit(run);
   }
 }
 
 /** Calls `visit` with each run recorded in `table` (see Scan.runTable). */
-function replayRuns(text: string, table: readonly number[], visit: (run: DigitRun) => void): void {
+function replayRuns(text: string, table: RunTable, visit: (run: DigitRun) => void, withDigits: boolean): void {
   const run = scratchRun();
+  const numbers = table.numbers;
   let at = 0;
   while (at < table.length) {
-    run.start = table[at]!;
-    run.end = table[at + 1]!;
-    run.plus = table[at + 2]!;
-    run.groups = table[at + 3]!;
+    run.start = numbers[at]!;
+    run.end = numbers[at + 1]!;
+    run.plus = numbers[at + 2]!;
+    run.groups = numbers[at + 3]!;
     at += 4;
     for (let group = 0; group < run.groups; group += 1, at += 2) {
-      run.groupStarts[group] = table[at]!;
-      run.groupEnds[group] = table[at + 1]!;
+      run.groupStarts[group] = numbers[at]!;
+      run.groupEnds[group] = numbers[at + 1]!;
     }
-    collectDigits(text, run);
+    collectDigits(text, run, withDigits);
     visit(run);
   }
 }

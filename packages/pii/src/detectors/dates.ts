@@ -65,10 +65,45 @@ const DAY_MONTH_YEAR = new RegExp(
   `(?<![\\p{L}\\p{N}])(\\d{1,2})(?:st|nd|rd|th|er|º|\\.)?\\s(?:of\\s|de\\s)?(${MONTH_NAMES})\\.?,?\\s(?:de\\s)?(\\d{4})(?!\\p{N})`,
   'giu',
 );
-const MONTH_DAY_YEAR = new RegExp(
+/** A month name, then day and year; tried only where DAY_YEAR_TAIL matched (see monthDayYearMatches). */
+export const MONTH_DAY_YEAR_AT = new RegExp(
   `(?<![\\p{L}\\p{N}])(${MONTH_NAMES})\\.?\\s(\\d{1,2})(?:st|nd|rd|th)?,?\\s(\\d{4})(?!\\p{N})`,
-  'giu',
+  'iuy',
 );
+/** What follows the month name (and its optional '.') in MONTH_DAY_YEAR_AT. */
+const DAY_YEAR_TAIL = /\s\d{1,2}(?:st|nd|rd|th)?,?\s\d{4}(?!\p{N})/giu;
+const LETTER = /^\p{L}$/u;
+const LONGEST_MONTH = Math.max(...[...MONTH_OF.keys()].map((name) => name.length));
+const SHORTEST_MONTH = Math.min(...[...MONTH_OF.keys()].map((name) => name.length));
+
+const isLetterUnit = (unit: number): boolean =>
+  unit < 0x80 ? (unit | 0x20) >= 97 && (unit | 0x20) <= 122 : LETTER.test(String.fromCharCode(unit));
+
+/**
+ * The matches of MONTH_DAY_YEAR_AT that a global scan would give, in order, without running the month names
+ * (a hundred alternatives at every word start) over the whole text. A month name is letters only, with no
+ * letter or digit before it and '.' or whitespace after it, so it is the whole letter run ending before the
+ * tail "12 2024": each tail (a much cheaper scan, and rare in prose) names the one place a match can start.
+ */
+export function* monthDayYearMatches(text: string): Generator<RegExpExecArray> {
+  DAY_YEAR_TAIL.lastIndex = 0;
+  for (let tail = DAY_YEAR_TAIL.exec(text); tail !== null; tail = DAY_YEAR_TAIL.exec(text)) {
+    const at = tail.index;
+    const end = at > 0 && text.charCodeAt(at - 1) === 46 ? at - 1 : at;
+    let start = end;
+    while (start > 0 && end - start <= LONGEST_MONTH && isLetterUnit(text.charCodeAt(start - 1))) start -= 1;
+    if (end - start >= SHORTEST_MONTH && end - start <= LONGEST_MONTH) {
+      MONTH_DAY_YEAR_AT.lastIndex = start;
+      const match = MONTH_DAY_YEAR_AT.exec(text);
+      if (match !== null) {
+        yield match;
+        DAY_YEAR_TAIL.lastIndex = match.index + match[0].length;
+        continue;
+      }
+    }
+    DAY_YEAR_TAIL.lastIndex = at + 1;
+  }
+}
 
 const yearOf = (text: string): number => (text.length === 2 ? 1900 + Number(text) : Number(text));
 const plausibleYear = (year: number): boolean => year >= 1900 && year <= 2099;
@@ -118,7 +153,7 @@ export const dobDetector: Detector = {
       const month = MONTH_OF.get(match[2]!.toLowerCase()) ?? 0;
       push(match.index, match.index + match[0].length, Number(match[3]), month, Number(match[1]));
     }
-    for (const match of allMatches(MONTH_DAY_YEAR, text)) {
+    for (const match of monthDayYearMatches(text)) {
       const month = MONTH_OF.get(match[1]!.toLowerCase()) ?? 0;
       push(match.index, match.index + match[0].length, Number(match[3]), month, Number(match[2]));
     }

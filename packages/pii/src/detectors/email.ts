@@ -29,6 +29,16 @@ function isLocalChar(text: string, index: number): boolean {
   return unit === 46 || unit === 95 || unit === 37 || unit === 43 || unit === 45 || isAlnum(text, index);
 }
 
+/** True when [start, end) is 2 to 63 ASCII letters: the common TLD, decided without a copy or a regex. */
+function asciiLetters(text: string, start: number, end: number): boolean {
+  if (end - start < 2 || end - start > 63) return false;
+  for (let index = start; index < end; index += 1) {
+    const unit = text.charCodeAt(index) | 0x20;
+    if (unit < 97 || unit > 122) return false;
+  }
+  return true;
+}
+
 export const emailDetector: Detector = {
   ids: ['email'],
   run(scan: Scan, out: Candidate[]): void {
@@ -61,6 +71,7 @@ export const emailDetector: Detector = {
       while (labelEnds.length >= 2) {
         const tldEnd = labelEnds[labelEnds.length - 1]!;
         const tldStart = labelEnds[labelEnds.length - 2]! + 1;
+        if (asciiLetters(text, tldStart, tldEnd)) break;
         const tld = text.slice(tldStart, tldEnd);
         if (LETTERS.test(tld) || /^xn--[a-z0-9-]{1,59}$/i.test(tld)) break;
         labelEnds.pop();

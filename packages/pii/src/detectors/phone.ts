@@ -177,7 +177,7 @@ export const phoneDetector: Detector = {
     };
     scan.eachRun((run) => {
       const groups = run.groups;
-      if (run.digits.length < 7) return;
+      if (run.digitOffsets[groups]! < 7) return;
       let contextChecked = false;
       let hasContext = false;
       let first = 0;
@@ -248,6 +248,6 @@ export const phoneDetector: Detector = {
         }
         first = found >= 0 ? found + 1 : first + 1;
       }
-    });
+    }, false);
   },
 };
