@@ -149,6 +149,36 @@ export interface DigitRun {
 const isLetterCode = (unit: number): boolean =>
   (unit >= 65 && unit <= 90) || (unit >= 97 && unit <= 122) || unit > 0x7f;
 
+/** No letter, digit or '_' before: where identifiers, codes and postcodes start. */
+const WORD_START = '(?<![\\p{L}\\p{N}_])';
+
+/** The patterns of every WordStartPattern, as one finder for Scan.wordStartMatches (built at first use). */
+const wordStartBodies: string[] = [];
+let wordStartFinder: RegExp | null = null;
+
+/**
+ * A pattern that matches only at a word start. Several detectors have one; rather than scan the whole text once
+ * for each (most of the cost is trying every position), one finder made of all of them gives the positions where
+ * any may match, and each pattern is tried only there (see Scan.wordStartMatches).
+ */
+export class WordStartPattern {
+  /** The pattern after WORD_START, sticky: tried at one position. */
+  readonly sticky: RegExp;
+
+  /** `body`: the pattern without its word-start lookbehind; its flags without 'g' ('u', or 'iu'). */
+  constructor(body: RegExp) {
+    this.sticky = new RegExp(WORD_START + body.source, `${body.flags}y`);
+    // In the finder, groups are not captured, and case is ignored for all (a superset of the positions).
+    wordStartBodies.push(body.source.replace(/(?<!\\)\((?!\?)/g, '(?:'));
+    wordStartFinder = null;
+  }
+}
+
+function finder(): RegExp {
+  wordStartFinder ??= new RegExp(`${WORD_START}(?=${wordStartBodies.join('|')})`, 'giu');
+  return wordStartFinder;
+}
+
 interface ScoreOptions {
   readonly boost?: number;
   readonly negative?: RegExp | null;
@@ -255,6 +285,39 @@ export class Scan {
       withDigits,
     );
     this.runTable = table;
+  }
+
+  private wordStartsCache: number[] | null = null;
+
+  /** Positions where some WordStartPattern may match (found once per text, at the first wordStartMatches). */
+  private wordStarts(): readonly number[] {
+    if (this.wordStartsCache === null) {
+      const starts: number[] = [];
+      const find = finder();
+      find.lastIndex = 0;
+      while (find.test(this.text)) {
+        // The finder's matches are empty: note the position and step on.
+        starts.push(find.lastIndex);
+        find.lastIndex += 1;
+      }
+      this.wordStartsCache = starts;
+    }
+    return this.wordStartsCache;
+  }
+
+  /** The matches of `pattern` that a global scan of the text would give (see allMatches), in order. */
+  *wordStartMatches(pattern: WordStartPattern): Generator<RegExpExecArray> {
+    const sticky = pattern.sticky;
+    // A global scan goes on after the end of each match; no pattern matches an empty string.
+    let next = 0;
+    for (const at of this.wordStarts()) {
+      if (at < next) continue;
+      sticky.lastIndex = at;
+      const match = sticky.exec(this.text);
+      if (match === null) continue;
+      next = at + match[0].length;
+      yield match;
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 import { validDate } from '../checksums';
-import { allMatches, wordList, type Candidate, type Detector, type Scan } from '../scan';
+import { allMatches, wordList, WordStartPattern, type Candidate, type Detector, type Scan } from '../scan';
 
 /**
  * Dates of birth and passport numbers: patterns that match far too much on their own (every date, every
@@ -182,13 +182,14 @@ const PASSPORT_CONTEXT = wordList([
  * 5 digits), ES (3 letters, 6 digits), IT/PL (2 letters, 7 digits), DE/NL (9 characters without vowels-like
  * ambiguous letters, at least two digits), one letter and 7–8 digits. Upper case, no spaces.
  */
-const PASSPORT =
-  /(?<![\p{L}\p{N}_])(?:[A-Z]{2}\d{7}|\d{9}|\d{2}[A-Z]{2}\d{5}|[A-Z]{3}\d{6}|[A-Z]\d{7,8}|[CFGHJKLMNPRTVWXYZ][CFGHJKLMNPRTVWXYZ\d]{8})(?![\p{L}\p{N}_])/gu;
+export const PASSPORT = new WordStartPattern(
+  /(?:[A-Z]{2}\d{7}|\d{9}|\d{2}[A-Z]{2}\d{5}|[A-Z]{3}\d{6}|[A-Z]\d{7,8}|[CFGHJKLMNPRTVWXYZ][CFGHJKLMNPRTVWXYZ\d]{8})(?![\p{L}\p{N}_])/u,
+);
 
 export const passportDetector: Detector = {
   ids: ['passport'],
   run(scan: Scan, out: Candidate[]): void {
-    for (const match of allMatches(PASSPORT, scan.text)) {
+    for (const match of scan.wordStartMatches(PASSPORT)) {
       const value = match[0];
       if (value.replace(/\D/g, '').length < 2) continue;
       const start = match.index;

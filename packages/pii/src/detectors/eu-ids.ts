@@ -1,5 +1,5 @@
 import { esControlLetter, frNir, itCodiceFiscale } from '../checksums';
-import { allMatches, wordList, type Candidate, type Detector, type Scan } from '../scan';
+import { wordList, WordStartPattern, type Candidate, type Detector, type Scan } from '../scan';
 
 /**
  * National ids with letters in them: Spanish DNI and NIE (mod-23 control letter), the Italian codice fiscale
@@ -22,21 +22,20 @@ const IT_CONTEXT = wordList(['codice fiscale', 'cf', 'c.f', 'tessera sanitaria',
 const FR_CONTEXT = wordList(['nir', 'insee', 'sécurité sociale', 'securite sociale', 'sécu', 'secu', 'carte vitale']);
 
 /** DNI: 8 digits (dots allowed as thousands separators) and a letter; NIE: X/Y/Z, 7 digits, a letter. */
-const DNI = /(?<![\p{L}\p{N}_])(\d{2}\.?\d{3}\.?\d{3})[ -]?([A-Za-z])(?![\p{L}\p{N}_])/gu;
-const NIE = /(?<![\p{L}\p{N}_])([XYZxyz])[ -]?(\d{7})[ -]?([A-Za-z])(?![\p{L}\p{N}_])/gu;
+export const DNI = new WordStartPattern(/(\d{2}\.?\d{3}\.?\d{3})[ -]?([A-Za-z])(?![\p{L}\p{N}_])/u);
+export const NIE = new WordStartPattern(/([XYZxyz])[ -]?(\d{7})[ -]?([A-Za-z])(?![\p{L}\p{N}_])/u);
 const CF_DIGIT = '[0-9LMNP-V]';
-const CODICE_FISCALE = new RegExp(
-  `(?<![\\p{L}\\p{N}_])[A-Z]{6}${CF_DIGIT}{2}[ABCDEHLMPRST]${CF_DIGIT}{2}[A-Z]${CF_DIGIT}{3}[A-Z](?![\\p{L}\\p{N}_])`,
-  'giu',
+export const CODICE_FISCALE = new WordStartPattern(
+  new RegExp(`[A-Z]{6}${CF_DIGIT}{2}[ABCDEHLMPRST]${CF_DIGIT}{2}[A-Z]${CF_DIGIT}{3}[A-Z](?![\\p{L}\\p{N}_])`, 'iu'),
 );
-const NIR_CORSICA =
-  /(?<![\p{L}\p{N}_])([1-478])[ .-]?(\d{2})[ .-]?(\d{2})[ .-]?(2[AaBb])[ .-]?(\d{3})[ .-]?(\d{3})[ .-]?(\d{2})(?![\p{L}\p{N}_])/gu;
+export const NIR_CORSICA = new WordStartPattern(
+  /([1-478])[ .-]?(\d{2})[ .-]?(\d{2})[ .-]?(2[AaBb])[ .-]?(\d{3})[ .-]?(\d{3})[ .-]?(\d{2})(?![\p{L}\p{N}_])/u,
+);
 
 export const euIdDetector: Detector = {
   ids: ['es_dni', 'es_nie', 'it_codice_fiscale', 'fr_nir'],
   run(scan: Scan, out: Candidate[]): void {
-    const text = scan.text;
-    for (const match of allMatches(DNI, text)) {
+    for (const match of scan.wordStartMatches(DNI)) {
       const digits = match[1]!.replace(/\./g, '');
       const letter = match[2]!;
       if (esControlLetter(digits) !== letter.toUpperCase()) continue;
@@ -52,7 +51,7 @@ export const euIdDetector: Detector = {
         canonical: digits + letter.toUpperCase(),
       });
     }
-    for (const match of allMatches(NIE, text)) {
+    for (const match of scan.wordStartMatches(NIE)) {
       const prefix = match[1]!.toUpperCase();
       const letter = match[3]!;
       const number = String('XYZ'.indexOf(prefix)) + match[2]!;
@@ -68,7 +67,7 @@ export const euIdDetector: Detector = {
         canonical: prefix + match[2]! + letter.toUpperCase(),
       });
     }
-    for (const match of allMatches(CODICE_FISCALE, text)) {
+    for (const match of scan.wordStartMatches(CODICE_FISCALE)) {
       const code = match[0].toUpperCase();
       if (!itCodiceFiscale(code)) continue;
       const start = match.index;
@@ -82,7 +81,7 @@ export const euIdDetector: Detector = {
         canonical: code,
       });
     }
-    for (const match of allMatches(NIR_CORSICA, text)) {
+    for (const match of scan.wordStartMatches(NIR_CORSICA)) {
       const value = match.slice(1).join('').toUpperCase();
       if (!frNir(value)) continue;
       const start = match.index;

@@ -1,4 +1,4 @@
-import { allMatches, wordList, type Candidate, type Detector, type Scan } from '../scan';
+import { wordList, WordStartPattern, type Candidate, type Detector, type Scan } from '../scan';
 
 /**
  * UK National Insurance numbers and postcodes. Both are format rules only (no checksum exists), so the patterns
@@ -20,8 +20,9 @@ const NINO_CONTEXT = wordList([
  * NINO: first letter not D, F, I, Q, U, V; second not D, F, I, O, Q, U, V; prefixes BG, GB, KN, NK, NT, TN, ZZ
  * never allocated; six digits (pairs may be spaced); suffix A–D (optional in the wild).
  */
-const NINO =
-  /(?<![\p{L}\p{N}_])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z])[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})(?:[ -]{0,2}([A-D]))?(?![\p{L}\p{N}_])/giu;
+export const NINO = new WordStartPattern(
+  /([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z])[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})[ -]{0,2}(\d{2})(?:[ -]{0,2}([A-D]))?(?![\p{L}\p{N}_])/iu,
+);
 const NINO_EXCLUDED = new Set(['BG', 'GB', 'KN', 'NK', 'NT', 'TN', 'ZZ']);
 
 const POSTCODE_CONTEXT = wordList([
@@ -51,14 +52,14 @@ const POSTCODE_CONTEXT = wordList([
  * X; second not I, J, Z; the letter after A9 from ABCDEFGHJKPSTUW, after AA9 from ABEHMNPRVWXY; the inward part
  * never uses C, I, K, M, O, V.
  */
-const POSTCODE =
-  /(?<![\p{L}\p{N}_])(?:GIR {0,2}0AA|(?:[A-PR-UWYZ](?:\d{1,2}|[A-HK-Y]\d{1,2}|\d[A-HJKPSTUW]|[A-HK-Y]\d[ABEHMNPRV-Y])) {0,2}\d[ABD-HJLNP-UW-Z]{2})(?![\p{L}\p{N}_])/giu;
+export const POSTCODE = new WordStartPattern(
+  /(?:GIR {0,2}0AA|(?:[A-PR-UWYZ](?:\d{1,2}|[A-HK-Y]\d{1,2}|\d[A-HJKPSTUW]|[A-HK-Y]\d[ABEHMNPRV-Y])) {0,2}\d[ABD-HJLNP-UW-Z]{2})(?![\p{L}\p{N}_])/iu,
+);
 
 export const ukDetector: Detector = {
   ids: ['uk_nino', 'uk_postcode'],
   run(scan: Scan, out: Candidate[]): void {
-    const text = scan.text;
-    for (const match of allMatches(NINO, text)) {
+    for (const match of scan.wordStartMatches(NINO)) {
       const prefix = match[1]!;
       const upperPrefix = prefix.toUpperCase();
       if (NINO_EXCLUDED.has(upperPrefix)) continue;
@@ -76,7 +77,7 @@ export const ukDetector: Detector = {
         canonical: `${upperPrefix}${match[2]}${match[3]}${match[4]}${(suffix ?? '').toUpperCase()}`,
       });
     }
-    for (const match of allMatches(POSTCODE, text)) {
+    for (const match of scan.wordStartMatches(POSTCODE)) {
       const value = match[0];
       const start = match.index;
       const end = start + value.length;
