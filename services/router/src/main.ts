@@ -15,7 +15,7 @@ import { readRouterConfig } from './config';
 import { createEndpointBalancer } from './balancer';
 import { startHealthChecks } from './health-checks';
 import { createEndpointMetrics, createRouterMetrics, registerBreakerStates, registerPoolInfo } from './metrics';
-import { createPoolDirectory, replacePools } from './pools';
+import { createPoolDirectory, poolsWithoutCredential, replacePools } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
 import { StubPlans } from './stub-plans';
@@ -33,14 +33,12 @@ void runOrExit(async () => {
   const credential = (envName: string) => process.env[envName] || undefined;
   // One directory for the router, the balancer and the probes: a reload replaces its pools in place.
   const pools = new Map(createPoolDirectory(loadedConfig.config));
-  for (const pool of pools.values()) {
-    if (pool.credentialEnv !== undefined && credential(pool.credentialEnv) === undefined) {
-      logger.error(
-        { pool_id: pool.id, credential_env: pool.credentialEnv },
-        'upstream credential env var is not set: the pool cannot serve',
-      );
+  const reportUnsetCredentials = () => {
+    for (const unset of poolsWithoutCredential(pools, credential)) {
+      logger.error(unset, 'upstream credential env var is not set: the pool cannot serve');
     }
-  }
+  };
+  reportUnsetCredentials();
 
   const metricsServer = await startMetricsServer('router', config.METRICS_HOST, config.METRICS_PORT);
   const http = createUpstreamHttp({
@@ -91,6 +89,7 @@ void runOrExit(async () => {
   const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
     apply: (next) => {
       replacePools(pools, createPoolDirectory(next));
+      reportUnsetCredentials();
       healthChecks.retarget();
     },
     report: configReloadReporter(logger, metricsServer.registry, loadedConfig),

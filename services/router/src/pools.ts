@@ -48,6 +48,23 @@ export function createPoolDirectory(config: GatewayConfig): PoolDirectory {
   );
 }
 
+/**
+ * The pools whose credential env var is unset: they cannot serve (every attempt is skipped), which an
+ * operator should hear at start and after a reload that adds one, not at the first refused request.
+ */
+export function poolsWithoutCredential(
+  pools: PoolDirectory,
+  credential: (envName: string) => string | undefined,
+): { pool_id: string; credential_env: string }[] {
+  const unset: { pool_id: string; credential_env: string }[] = [];
+  for (const pool of pools.values()) {
+    if (pool.credentialEnv !== undefined && credential(pool.credentialEnv) === undefined) {
+      unset.push({ pool_id: pool.id, credential_env: pool.credentialEnv });
+    }
+  }
+  return unset;
+}
+
 /** Puts the pools of a reloaded YAML in force in the directory every part of the router reads. */
 export function replacePools(directory: Map<string, Pool>, replacement: PoolDirectory): void {
   directory.clear();

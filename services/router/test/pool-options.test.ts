@@ -1,5 +1,5 @@
 import { parseGatewayConfig } from '@gw/config';
-import { createPoolDirectory } from '../src/pools';
+import { createPoolDirectory, poolsWithoutCredential } from '../src/pools';
 
 const yaml = `
 regions: [{ id: eu-west, jurisdiction: eu }]
@@ -57,5 +57,25 @@ describe('per-pool protocol options from the YAML', () => {
 
   it('refuses the option block on a typo', () => {
     expect(() => parseGatewayConfig(yaml.replace('images: true', 'imagez: true'), {})).toThrow(/pools\.vision\.openai/);
+  });
+});
+
+describe('poolsWithoutCredential', () => {
+  const withCredentials = yaml
+    .replace('adapter: openai, endpoints', 'adapter: openai, credentialEnv: TEXT_KEY, endpoints')
+    .replace('    adapter: openai\n    endpoints', '    adapter: openai\n    credentialEnv: VISION_KEY\n    endpoints');
+  const pools = createPoolDirectory(parseGatewayConfig(withCredentials, {}));
+
+  it('names each pool whose credential env var is unset or empty, and no other', () => {
+    const env: Record<string, string> = { TEXT_KEY: 'secret' };
+    expect(poolsWithoutCredential(pools, (name) => env[name] || undefined)).toEqual([
+      { pool_id: 'vision', credential_env: 'VISION_KEY' },
+    ]);
+    env.VISION_KEY = 'secret';
+    expect(poolsWithoutCredential(pools, (name) => env[name] || undefined)).toEqual([]);
+  });
+
+  it('leaves out a pool that needs no credential', () => {
+    expect(poolsWithoutCredential(createPoolDirectory(parseGatewayConfig(yaml, {})), () => undefined)).toEqual([]);
   });
 });
