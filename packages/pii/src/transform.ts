@@ -16,21 +16,23 @@ export interface TokeniseResult {
   readonly counts: Counts;
 }
 
-/** Replaces the entities of one text, left to right over non-overlapping spans (one join: no chain of copies). */
+/**
+ * Replaces the entities of one text, left to right over non-overlapping spans. Appending to one string is faster
+ * than collecting the pieces for a join: V8 links the pieces and copies them once, when the result is first read.
+ */
 function replaceEntities(
   text: string,
   entities: readonly Detected[],
   replacement: (entity: Detected) => string,
 ): string {
   if (entities.length === 0) return text;
-  const parts: string[] = [];
+  let output = '';
   let last = 0;
   for (const entity of entities) {
-    parts.push(text.slice(last, entity.start), replacement(entity));
+    output += text.slice(last, entity.start) + replacement(entity);
     last = entity.end;
   }
-  parts.push(text.slice(last));
-  return parts.join('');
+  return output + text.slice(last);
 }
 
 /**
