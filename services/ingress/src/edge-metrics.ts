@@ -73,6 +73,11 @@ export interface EdgeMetrics {
   usageHanded(): void;
   usageDurable(): void;
   usageAcknowledged(): void;
+  /**
+   * A reloaded configuration's models and regions join the labels (their series made at once); those it
+   * dropped keep theirs, since a series that vanishes would read as a reset.
+   */
+  addLabelValues(options: EdgeMetricsOptions): void;
 }
 
 export interface EdgeMetricsOptions {
@@ -248,6 +253,13 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
   for (const model of [...models, other]) childrenOf(model);
 
   return {
+    addLabelValues(added) {
+      for (const region of added.regions) regions.add(region);
+      for (const model of added.models) {
+        models.add(model);
+        childrenOf(model);
+      }
+    },
     requestStarted: (route) => inFlightByRoute.get(route)!.inc(),
     requestFinished(request) {
       inFlightByRoute.get(request.route)!.dec();

@@ -71,13 +71,17 @@ void runOrExit(async () => {
   });
   const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
   // Models and pools reach ingress in policy's catalogue; what ingress reads of the YAML itself is reloaded here.
-  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
-    apply: (next) => setPlanBodyLimits(next.plans),
-    report: configReloadReporter(logger, metrics.registry, loadedConfig),
+  const labelValuesOf = (next: typeof gatewayConfig) => ({
+    models: next.models.map((model) => model.alias),
+    regions: next.regions.map((region) => region.id),
   });
-  const edgeMetrics = createEdgeMetrics(metrics.registry, {
-    models: gatewayConfig.models.map((model) => model.alias),
-    regions: gatewayConfig.regions.map((region) => region.id),
+  const edgeMetrics = createEdgeMetrics(metrics.registry, labelValuesOf(gatewayConfig));
+  const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
+    apply: (next) => {
+      setPlanBodyLimits(next.plans);
+      edgeMetrics.addLabelValues(labelValuesOf(next));
+    },
+    report: configReloadReporter(logger, metrics.registry, loadedConfig),
   });
   // Usage spool: events are kept on disk until Kafka has them; does not wait for Kafka.
   const publisher = createUsagePublisher(kafka, config, logger, edgeMetrics.usageAcknowledged);

@@ -64,6 +64,22 @@ describe('edge metrics', () => {
     ).toBe(10);
   });
 
+  it('labels a model and a region a reloaded configuration added by their names, with zeros from the reload on', async () => {
+    const { metrics, value, registry } = metricsUnderTest();
+    metrics.addLabelValues({ models: ['claude-opus-5'], regions: ['uk-south'] });
+    expect(await registry.metrics()).toMatch(
+      /gateway_tokens_total\{model="claude-opus-5",kind="output",environment="live",service="ingress"\} 0/,
+    );
+    metrics.settled(settled({ model: 'claude-opus-5', region: 'uk-south', streamed: true, firstTokenSeconds: 0.2 }));
+    expect(await value('gateway_tokens_total', { model: 'claude-opus-5', kind: 'output', environment: 'live' })).toBe(
+      20,
+    );
+    expect(await value('gateway_tokens_total', { model: 'other', kind: 'output', environment: 'live' })).toBe(0);
+    expect(
+      await value('gateway_time_to_first_token_seconds_count', { model: 'claude-opus-5', region: 'uk-south' }),
+    ).toBe(1);
+  });
+
   it('measures the added time on whole answers that succeeded only', async () => {
     const { metrics, value } = metricsUnderTest();
     metrics.settled(settled());
