@@ -48,7 +48,7 @@ void runOrExit(async () => {
     bodySilenceMs: config.UPSTREAM_BODY_SILENCE_TIMEOUT_MS,
   });
   const endpointMetrics = createEndpointMetrics(metricsServer.registry);
-  registerPoolInfo(metricsServer.registry, pools.values());
+  registerPoolInfo(metricsServer.registry, pools);
   const balancer = createEndpointBalancer(pools, {
     settings: {
       failureThreshold: config.UPSTREAM_EJECT_AFTER_FAILURES,

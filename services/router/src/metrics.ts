@@ -97,15 +97,21 @@ export function registerBreakerStates(registry: Registry, status: () => Endpoint
  */
 export function registerPoolInfo(
   registry: Registry,
-  pools: Iterable<{ id: string; jurisdiction: string; region: string }>,
+  pools: { values(): Iterable<{ id: string; jurisdiction: string; region: string }> },
 ): void {
-  const info = new Gauge({
+  new Gauge({
     name: 'router_pool_info',
     help: 'Always 1: the residency tier (jurisdiction) and region of each upstream pool.',
     labelNames: ['pool', 'jurisdiction', 'region'],
     registers: [registry],
+    // Read at each scrape from the live directory: a configuration reload's pools show at once.
+    collect() {
+      this.reset();
+      for (const pool of pools.values()) {
+        this.set({ pool: pool.id, jurisdiction: pool.jurisdiction, region: pool.region }, 1);
+      }
+    },
   });
-  for (const pool of pools) info.set({ pool: pool.id, jurisdiction: pool.jurisdiction, region: pool.region }, 1);
 }
 
 export function createRouterMetrics(registry: Registry): RouterMetrics {
