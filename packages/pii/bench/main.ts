@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type * as Pii from '..';
+import { prng } from './prng';
 
 /**
  * Privacy-mode benchmark: throughput (MB/s) and added latency (ms, p50/p99 over repetitions) of detect, redact
@@ -31,18 +32,6 @@ function positiveInt(name: string, fallback: number): number {
 const REPS_SMALL = positiveInt('BENCH_PII_REPS_SMALL', 300);
 const REPS_LARGE = positiveInt('BENCH_PII_REPS_LARGE', 15);
 const CHUNK = positiveInt('BENCH_PII_CHUNK', 16);
-
-/** Deterministic PRNG (mulberry32) so that every run measures the same corpus. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const PROSE = [
   'Could you summarise the attached quarterly report for the board? Revenue grew 12% in Q3 2024, mostly in the UK and Germany.',

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { countByType, detect, redact, tokenise } from '../src';
 import { fours, iban, luhnComplete, testNhsNumbers, VALID } from './fixtures';
+import { prng } from '../bench/prng';
 
 /**
  * Results pinned on a generated corpus: detect, redact and tokenise must give exactly the results they gave when
@@ -10,18 +11,6 @@ import { fours, iban, luhnComplete, testNhsNumbers, VALID } from './fixtures';
  * zero-width characters, look-alike letters) and values that touch or overlap each other. If a change of
  * behaviour is intended, the detector tests say what changed; then take the new fingerprints.
  */
-
-/** Deterministic PRNG (mulberry32), so that the corpus is the same on every run. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const ZW = '\u200b';
 const fullwidth = (text: string): string =>
