@@ -10,6 +10,10 @@ import { join } from 'node:path';
 import { CatalogueFollower, retryDelayMs } from '../src/catalogue-snapshot';
 import type { CatalogueFollowerOptions } from '../src/catalogue-snapshot';
 
+// The module object itself (not a namespace copy), so that a spy on it sees the follower's calls.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const timersPromises = require('node:timers/promises') as typeof import('node:timers/promises');
+
 const config = parseGatewayConfig(readFileSync(join(__dirname, '../../../deploy/local/gateway.yaml'), 'utf8'), {});
 const catalogue = Catalogue.fromConfig(config);
 const starterOnly = Catalogue.fromConfig({ ...config, plans: config.plans.filter((plan) => plan.id === 'starter') });
@@ -69,9 +73,6 @@ function fakePolicy() {
     },
   };
 }
-
-/** Timers keeping the process alive (unreferenced ones are not listed). */
-const activeTimers = () => process.getActiveResourcesInfo().filter((type) => type === 'Timeout').length;
 
 const followers: CatalogueFollower[] = [];
 function follow(policy: ReturnType<typeof fakePolicy>, options: Partial<CatalogueFollowerOptions> = {}) {
@@ -193,13 +194,17 @@ describe('CatalogueFollower', () => {
     const policy = fakePolicy();
     const follower = follow(policy, { firstRetryMs: 600_000, maxRetryMs: 600_000 });
     await waitUntil(() => policy.subscriptions.length === 1, { what: 'the subscription' });
-    const timersBefore = activeTimers();
+    const sleeps = jest.spyOn(timersPromises, 'setTimeout');
     policy.latest().end();
-    await waitUntil(() => policy.latest().finished, { what: 'the end of the subscription' });
-    // Waiting minutes to resubscribe, on a timer that does not keep the process alive (other timers of
-    // the test process may end meanwhile, never one more be kept alive by the follower).
-    expect(activeTimers()).toBeLessThanOrEqual(timersBefore);
+    await waitUntil(() => sleeps.mock.calls.length > 0, { what: 'the wait before resubscribing' });
+    // Waiting minutes to resubscribe, on a timer that does not keep the process alive and that close ends.
+    expect(sleeps).toHaveBeenCalledTimes(1);
+    const [delayMs, , waitOptions] = sleeps.mock.calls[0]!;
+    expect(delayMs).toBeGreaterThanOrEqual(300_000);
+    expect(waitOptions).toEqual({ signal: expect.any(AbortSignal), ref: false });
+    sleeps.mockRestore();
     await follower.close();
+    expect(waitOptions!.signal!.aborted).toBe(true);
     expect(policy.subscriptions).toHaveLength(1);
 
     const other = fakePolicy();
