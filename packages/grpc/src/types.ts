@@ -69,9 +69,6 @@ export interface CallOptions {
   traceContext?: Context;
 }
 
-/** Whom a call is made for: the request's id and, while tracing is on, the calling span's context. */
-export type CallScope = Pick<CallOptions, 'requestId' | 'traceContext'>;
-
 export type UnaryCall<I extends DescMessage, O extends DescMessage> = (
   request: MessageInitShape<I>,
   options?: CallOptions,

@@ -3,7 +3,7 @@ import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@ope
 import type { Context } from '@opentelemetry/api';
 import { AllowList } from '@gw/addresses';
 import type { GatewayError } from '@gw/errors';
-import { boundedAttribute, sampledTraceId, tracingActive } from '@gw/telemetry';
+import { boundedAttribute, sampledTraceId, traceparentOf, tracingActive } from '@gw/telemetry';
 import type { Route, SettledRequest } from './edge-metrics';
 import { routeOf } from './edge-metrics';
 import type { UsageEventInit } from './pipeline/types';
@@ -118,9 +118,7 @@ export function sendUsageTraced(
     },
     requestContext,
   );
-  const carrier: { traceparent?: string } = {};
-  propagation.inject(trace.setSpan(requestContext, span), carrier);
-  return send({ ...event, traceparent: carrier.traceparent ?? '' }).then(
+  return send({ ...event, traceparent: traceparentOf(trace.setSpan(requestContext, span)) ?? '' }).then(
     () => span.end(),
     (error: unknown) => {
       span.setStatus({ code: SpanStatusCode.ERROR });

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { Link } from '@opentelemetry/api';
+import type { Context, Link } from '@opentelemetry/api';
 import type { Pool } from '@gw/db';
 import type { MessageChunk } from '@gw/kafka';
 import { contextOfTraceparent, traceLogFields, tracingActive } from '@gw/telemetry';
@@ -19,10 +19,6 @@ export interface UsageConsumerDeps {
 
 const tracer = trace.getTracer('@gw/metering');
 
-/** The trace_id and span_id of the chunk's span, for its log lines; none while tracing is off. */
-type TraceFields = ReturnType<typeof traceLogFields>;
-const noTraceFields: TraceFields = {};
-
 /** Links to the spans that produced a chunk's messages: the requests whose usage the chunk stores. */
 function producerLinks(chunk: MessageChunk): Link[] {
   const links: Link[] = [];
@@ -40,7 +36,7 @@ function producerLinks(chunk: MessageChunk): Link[] {
 export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk) => Promise<void> {
   const store = storeUsageChunk(deps);
   return async (chunk) => {
-    if (!tracingActive()) return store(chunk, noTraceFields);
+    if (!tracingActive()) return store(chunk, undefined);
     const span = tracer.startSpan('gateway.usage.v1 process', {
       kind: SpanKind.CONSUMER,
       links: producerLinks(chunk),
@@ -54,7 +50,7 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
     });
     try {
       // The chunk's log lines carry the span's ids.
-      await store(chunk, traceLogFields(trace.setSpan(ROOT_CONTEXT, span)));
+      await store(chunk, trace.setSpan(ROOT_CONTEXT, span));
     } catch (error) {
       span.setStatus({ code: SpanStatusCode.ERROR });
       throw error;
@@ -70,8 +66,11 @@ export function usageChunkHandler(deps: UsageConsumerDeps): (chunk: MessageChunk
  * block its partition; a failure to store throws, and the chunk is delivered again. An event the
  * configuration cannot price (unknown model or plan) is stored at cost 0, never dropped, and logged.
  */
-function storeUsageChunk(deps: UsageConsumerDeps): (chunk: MessageChunk, traceFields: TraceFields) => Promise<void> {
-  return async (chunk, traceFields) => {
+function storeUsageChunk(
+  deps: UsageConsumerDeps,
+): (chunk: MessageChunk, traceContext: Context | undefined) => Promise<void> {
+  return async (chunk, traceContext) => {
+    const traceFields = traceLogFields(traceContext);
     const stopTimer = deps.metrics.batchSeconds.startTimer();
     const rows: UsageRow[] = [];
     for (const message of chunk.messages) {
