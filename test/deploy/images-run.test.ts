@@ -8,7 +8,15 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Client } from 'pg';
 import { isServing } from '@gw/grpc';
 import { createKafka, ensureTopics } from '@gw/kafka';
-import { portsFromBase, processSpecs, repoRoot, seedDemo, stackGrpcTransport, stateDir } from '@gw/local-stack';
+import {
+  ingressNodeFlags,
+  portsFromBase,
+  processSpecs,
+  repoRoot,
+  seedDemo,
+  stackGrpcTransport,
+  stateDir,
+} from '@gw/local-stack';
 import type { StackTls } from '@gw/local-stack';
 import { createTestCertificateAuthority, waitUntil } from '@gw/testing';
 import { recreateDatabase } from '../support/database';
@@ -254,6 +262,13 @@ describe('the images, run with podman', () => {
       );
       expect(label).toBe(imageTag);
     }
+  });
+
+  test('ingress runs with the node flags the local stack gives it', async () => {
+    const entrypoint = JSON.parse(
+      await podman('image', 'inspect', '--format', '{{json .Config.Entrypoint}}', image('ingress')),
+    ) as string[];
+    expect(entrypoint).toEqual(['node', ...ingressNodeFlags, 'dist/main.js']);
   });
 
   test('gRPC services: health on the plaintext health port; the gRPC port itself is mutual TLS only', async () => {

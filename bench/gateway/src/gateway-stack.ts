@@ -257,9 +257,10 @@ export async function startGatewayStack(options: GatewayStackOptions, cleanup: C
         MOCK_LATENCY_URL: options.upstreamUrls.latency,
         MOCK_THROUGHPUT_URL: options.upstreamUrls.throughput,
       },
-      nodeFlags: options.profileDir
-        ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, spec.name)}`]
-        : undefined,
+      nodeFlags: [
+        ...(spec.nodeFlags ?? []),
+        ...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, spec.name)}`] : []),
+      ],
     }));
   const names = specs.map((spec) => spec.name);
   // Known once seeded; the cleanup is registered now so that it runs after the services stop.
