@@ -17,12 +17,11 @@ import { admin } from './http';
  * slow streams open, 4 MB/s of refused upload) raised it 1.0–1.8× there. Each attack's pace is in
  * `edgeAttacks`.
  *
- * Bodies of 4 MB have a test of their own, at one body every 4 s. Ingress checks a large body, and the router
- * reads a test key's, on worker threads, so that their event loops no longer stall for tens of milliseconds;
- * what is left is the body crossing three gRPC hops over TLS (ingress to policy, back, to the router), a few
- * milliseconds of each loop per hop. B's requests that meet those moments took B's p99 1.3–2.5× its quiet
- * p99 here in seventeen runs (p95 stays near quiet; a privacy thread twice as fast did not change it), so
- * that test holds B's p95 to the bound, and every request of B must still succeed.
+ * Bodies of 4 MB have a test of their own, at one body every 4 s, under the same bound. Ingress checks a
+ * large body, and the router reads a test key's, on worker threads, so that their event loops do not stall
+ * on them; and ingress runs with a floor under V8's old-generation budget (`ingressNodeFlags`), without
+ * which each body's buffers set off about three full collections in ingress, and B's requests that met
+ * their pauses took B's p99 to 1.3–2.5× its quiet p99 here.
  */
 const h = harness();
 const model = 'claude-sonnet-5';
@@ -440,7 +439,7 @@ describe('a hostile tenant', () => {
     expect(percentile(outcome.attacked, 0.99)).toBeLessThanOrEqual(2 * percentile(outcome.quiet, 0.99));
   }, 90_000);
 
-  it("leaves another account's requests whole, and most within twice their quiet p99, while it sends 4 MB bodies in redact mode", async () => {
+  it("leaves another account's requests whole and within twice their quiet p99 while it sends 4 MB bodies in redact mode", async () => {
     const body = ask(
       'Reach alice.smith@example.com or +44 20 7946 0958 about card 4111 1111 1111 1111. '.repeat(50_000),
     );
@@ -461,6 +460,6 @@ describe('a hostile tenant', () => {
     await expectAttacksAnswered(attacks, outcome);
     expect(outcome.failures).toEqual([]);
     expect(outcome.attacked.length).toBeGreaterThan((attackWindowMs / victimPeriodMs) * 0.5);
-    expect(percentile(outcome.attacked, 0.95)).toBeLessThanOrEqual(2 * percentile(outcome.quiet, 0.99));
+    expect(percentile(outcome.attacked, 0.99)).toBeLessThanOrEqual(2 * percentile(outcome.quiet, 0.99));
   }, 90_000);
 });
