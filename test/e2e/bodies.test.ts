@@ -11,14 +11,18 @@ const starterBodyLimitBytes = 1 * MiB;
 /** The gateway's own limit (ingress BODY_LIMIT_BYTES, not set by the test stack); plans without one get it. */
 const gatewayBodyLimitBytes = 32 * MiB;
 
-async function keyFor(plan: string, environment: 'live' | 'test'): Promise<string> {
+async function keyFor(
+  plan: string,
+  environment: 'live' | 'test',
+  privacyMode: 'off' | 'redact' = 'off',
+): Promise<string> {
   const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: `bodies-${plan}`, plan });
   const key = await admin<{ key: string }>(h, 'POST', '/keys', {
     account_id: account.body.id,
     name: 'bodies',
     environment,
     residency: 'eu',
-    privacy_mode: 'off',
+    privacy_mode: privacyMode,
   });
   expect(key.status).toBe(201);
   return key.body.key;
@@ -208,4 +212,18 @@ describe('big request bodies through every hop', () => {
     },
     120_000,
   );
+
+  it('decides a 30 MiB body dense with personal data in redact mode, with time for its size, and answers 200', async () => {
+    // Policy's deadline grows with the body: under the control calls' 2 s alone, redacting this much text
+    // could never finish, and the caller would get a 503 telling it to retry.
+    const sentence = 'Reach alice.smith@example.com or +44 20 7946 0958 about card 4111 1111 1111 1111. ';
+    const content = sentence.repeat(Math.floor((30 * MiB) / sentence.length));
+    const message = await sdk(await keyFor('pro', 'test', 'redact')).messages.create({
+      model: 'claude-sonnet-5',
+      max_tokens: 16,
+      messages: [{ role: 'user', content }],
+    });
+    expect(message.type).toBe('message');
+    expect(message.usage.input_tokens).toBeGreaterThan(1_000_000);
+  }, 120_000);
 });

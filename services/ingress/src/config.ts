@@ -77,6 +77,8 @@ const schema = z.object({
   COUNT_TOKENS_TIMEOUT_MS: env.positiveInt(60_000),
   /** Deadline of each call to auth, policy and quota. */
   CONTROL_CALL_TIMEOUT_MS: env.positiveInt(2_000),
+  /** Added to a policy call's deadline for each MiB of body it carries (privacy modes read all of it). */
+  POLICY_CALL_MS_PER_BODY_MIB: env.positiveInt(250),
   /**
    * On SIGTERM, how long the whole stop may take, Kafka reachable or not: requests still running 3 s
    * before its end are cut, which leaves the usage spool and the rest the time to close.

@@ -22,22 +22,39 @@ export function keyFromAuth(auth: Pick<Clients['auth'], 'verifyKey'>) {
 }
 
 /**
+ * How long policy may take to decide on a request with a body of `bodyBytes`: the deadline of every control
+ * call, and `msPerMiB` more for each MiB, since the privacy modes read the whole text (about 0.1 s of a
+ * thread per MiB of dense text on a quiet machine). Without it a body of 25 MiB in redact mode could never
+ * be decided in time, and its caller would be told to retry a request that must fail again.
+ */
+export function policyDeadline(controlCallMs: number, msPerMiB: number): (bodyBytes: number) => number {
+  return (bodyBytes) => controlCallMs + Math.ceil((bodyBytes / (1024 * 1024)) * msPerMiB);
+}
+
+/**
  * A key in privacy mode `off` needs the decision inputs, not the text: decided here from the catalogue
  * policy pushed (no call, no copy of the body); any other mode, or no catalogue yet, asks policy.
  */
 export function authorizeLocallyOrWithPolicy(
   follower: Pick<CatalogueFollower, 'authorizeWithoutBody'>,
   policy: Pick<Clients['policy'], 'authorize'>,
+  deadlineMs: (bodyBytes: number) => number,
 ): Authorize {
-  const withPolicy = authorizeWithPolicy(policy);
+  const withPolicy = authorizeWithPolicy(policy, deadlineMs);
   return async (key, model, body, scope) =>
     follower.authorizeWithoutBody(key, model) ?? withPolicy(key, model, body, scope);
 }
 
-/** Policy decides, with the body when the key's privacy mode needs the text. */
-export function authorizeWithPolicy(policy: Pick<Clients['policy'], 'authorize'>): Authorize {
+/** Policy decides, with the body when the key's privacy mode needs the text, within a deadline for its size. */
+export function authorizeWithPolicy(
+  policy: Pick<Clients['policy'], 'authorize'>,
+  deadlineMs: (bodyBytes: number) => number,
+): Authorize {
   return async (key, model, body, scope) => {
-    const authorized = await policy.authorize({ key, model, bodyJson: body }, callScope(scope));
+    const authorized = await policy.authorize(
+      { key, model, bodyJson: body },
+      { ...callScope(scope), timeoutMs: deadlineMs(body.byteLength) },
+    );
     return authorized.ok ? ok<Authorization>(authorized.value) : authorized;
   };
 }

@@ -26,7 +26,7 @@ import { BodyBudget } from './body';
 import { BodyChecks } from './body-checks';
 import { createClients } from './clients';
 import { createEdgeMetrics } from './edge-metrics';
-import { authorizeLocallyOrWithPolicy, keyFromAuth } from './decisions';
+import { authorizeLocallyOrWithPolicy, keyFromAuth, policyDeadline } from './decisions';
 import { createHttpServer } from './http-server';
 import { InFlightRequests } from './in-flight';
 import { leaseReports } from './lease-reports';
@@ -159,7 +159,11 @@ void runOrExit(async () => {
       {
         clients,
         keys,
-        authorize: authorizeLocallyOrWithPolicy(catalogueFollower, clients.policy),
+        authorize: authorizeLocallyOrWithPolicy(
+          catalogueFollower,
+          clients.policy,
+          policyDeadline(config.CONTROL_CALL_TIMEOUT_MS, config.POLICY_CALL_MS_PER_BODY_MIB),
+        ),
         catalogue: catalogueFollower,
         countTokensTimeoutMs: config.COUNT_TOKENS_TIMEOUT_MS,
         completionTimeoutMs: config.COMPLETION_TIMEOUT_MS,
