@@ -213,17 +213,48 @@ describe('big request bodies through every hop', () => {
     120_000,
   );
 
-  it('decides a 30 MiB body dense with personal data in redact mode, with time for its size, and answers 200', async () => {
-    // Policy's deadline grows with the body: under the control calls' 2 s alone, redacting this much text
-    // could never finish, and the caller would get a 503 telling it to retry.
-    const sentence = 'Reach alice.smith@example.com or +44 20 7946 0958 about card 4111 1111 1111 1111. ';
-    const content = sentence.repeat(Math.floor((30 * MiB) / sentence.length));
-    const message = await sdk(await keyFor('pro', 'test', 'redact')).messages.create({
-      model: 'claude-sonnet-5',
-      max_tokens: 16,
-      messages: [{ role: 'user', content }],
+  describe('in redact mode', () => {
+    const personal = 'Reach alice.smith@example.com or +44 20 7946 0958 about card 4111 1111 1111 1111. ';
+    const prose = 'The quarterly review covered revenue, hiring plans and the roadmap for the next two years. ';
+    const ofSize = (unit: string) => unit.repeat(Math.floor((30 * MiB) / unit.length));
+    let redact: string;
+    beforeAll(async () => {
+      redact = await keyFor('pro', 'test', 'redact');
     });
-    expect(message.type).toBe('message');
-    expect(message.usage.input_tokens).toBeGreaterThan(1_000_000);
-  }, 120_000);
+
+    it('decides a 30 MiB body, half of its sentences with personal data, with time for its size, and answers 200', async () => {
+      // Redacting it takes a thread about 2 s: under the control calls' flat 2 s deadline it could never be
+      // decided, and its caller got a 503 telling it to retry. Policy's deadline now grows with the body.
+      const message = await sdk(redact).messages.create({
+        model: 'claude-sonnet-5',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: ofSize(personal + prose) }],
+      });
+      expect(message.type).toBe('message');
+      expect(message.usage.input_tokens).toBeGreaterThan(1_000_000);
+    }, 120_000);
+
+    it('refuses a 30 MiB body of nothing but personal data as too large for the privacy step, and serves on', async () => {
+      // Its redaction needs more heap than a privacy thread may have (PRIVACY_THREAD_HEAP_MB): that thread
+      // ends alone, and the caller learns that retrying cannot help.
+      const refused = await sdk(redact)
+        .messages.create({
+          model: 'claude-sonnet-5',
+          max_tokens: 16,
+          messages: [{ role: 'user', content: ofSize(personal) }],
+        })
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Anthropic.APIError);
+      expect((refused as InstanceType<typeof Anthropic.APIError>).status).toBe(413);
+      expect((refused as InstanceType<typeof Anthropic.APIError>).error).toEqual(
+        expect.objectContaining({ error: expect.objectContaining({ type: 'request_too_large' }) }),
+      );
+      const next = await sdk(redact).messages.create({
+        model: 'claude-sonnet-5',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: personal.repeat(2_000) }],
+      });
+      expect(next.type).toBe('message');
+    }, 120_000);
+  });
 });
