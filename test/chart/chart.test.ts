@@ -51,6 +51,7 @@ interface Container {
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   volumeMounts: { name: string; mountPath: string }[];
+  resources: { limits: { memory: string } };
 }
 
 interface PodSpec {
@@ -202,6 +203,53 @@ describe('workloads and Services', () => {
     expect(container(render(), 'router').image).toBe('inference-gateway/router:0.1.0');
     const manifests = render('--set', 'imageRegistry=registry.test/', '--set', 'auth.image.tag=abc');
     expect(container(manifests, 'auth').image).toBe('registry.test/inference-gateway/auth:abc');
+  });
+});
+
+describe('memory', () => {
+  const MiB = 1024 * 1024;
+  /** A quantity of memory as the chart writes them (512Mi, 1Gi), in MiB. */
+  function mebibytes(quantity: string): number {
+    const [, amount, unit] = /^(\d+)(Mi|Gi)$/.exec(quantity) ?? [];
+    if (!amount) throw new Error(`not a quantity in Mi or Gi: ${quantity}`);
+    return Number(amount) * (unit === 'Gi' ? 1024 : 1);
+  }
+
+  test.each([
+    ['default values', [], 96 * MiB],
+    ['values-dev.yaml', devValues, 32 * MiB],
+    ['values-production.yaml', productionValues, 96 * MiB],
+  ])(
+    '%s: ingress holds at most bodyBufferMaxBytes of bodies, and its limit has room for seven times that',
+    (_name, args, expected) => {
+      const manifests = render(...args);
+      const held = Number(envOf(manifests, 'ingress').get('BODY_BUFFER_MAX_BYTES')?.value);
+      expect(held).toBe(expected);
+      expect(held).toBeGreaterThanOrEqual(Number(envOf(manifests, 'ingress').get('BODY_LIMIT_BYTES')?.value));
+      const limit = mebibytes(container(manifests, 'ingress').resources.limits.memory);
+      expect(limit).toBeGreaterThanOrEqual((7 * held) / MiB + 256);
+    },
+  );
+
+  test('a bodyBufferMaxBytes below bodyLimitBytes is refused: the largest body could never be held', () => {
+    expect(renderFails('--set', 'ingress.bodyBufferMaxBytes=1048576')).toContain(
+      'ingress.bodyBufferMaxBytes must be at least ingress.bodyLimitBytes',
+    );
+  });
+
+  test.each([
+    ['default values', []],
+    ['values-dev.yaml', devValues],
+    ['values-production.yaml', productionValues],
+  ])("%s: policy's limit has room for every privacy thread at its heap limit", (_name, args) => {
+    const manifests = render(...args);
+    const env = envOf(manifests, 'policy');
+    const threads = Number(env.get('PRIVACY_WORKERS')?.value ?? 2);
+    const heapMb = Number(env.get('PRIVACY_THREAD_HEAP_MB')?.value ?? 256);
+    // About 70 MB at rest, and for each thread its heap and about 150 MB besides (measured).
+    expect(mebibytes(container(manifests, 'policy').resources.limits.memory)).toBeGreaterThanOrEqual(
+      70 + threads * (heapMb + 150),
+    );
   });
 });
 

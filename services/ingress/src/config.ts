@@ -35,7 +35,7 @@ const schema = z.object({
   /** A request body must have arrived whole within this long of the start of reading it. */
   BODY_TIMEOUT_MS: env.positiveInt(120_000),
   /** Bytes of request bodies all requests of this ingress may hold at once; past it, 503. */
-  BODY_BUFFER_MAX_BYTES: env.positiveInt(512 * 1024 * 1024),
+  BODY_BUFFER_MAX_BYTES: env.positiveInt(96 * 1024 * 1024),
   /**
    * Bodies larger than this are parsed and validated on worker threads (BODY_CHECK_THREADS of them, shared
    * fairly between accounts), so that one caller's megabytes of JSON never stall the event loop.
