@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import { harness } from './harness';
@@ -257,4 +259,39 @@ describe('big request bodies through every hop', () => {
       expect(next.type).toBe('message');
     }, 120_000);
   });
+});
+
+describe('memory that large bodies take', () => {
+  /** Ingress's default BODY_BUFFER_MAX_BYTES, which the test stack keeps. */
+  const heldBodiesMaxBytes = 96 * MiB;
+  const ingressPid = () => Number(readFileSync(join(h.logsDir, '..', 'run', 'ingress.pid'), 'utf8').trim());
+  const residentMiB = (pid: number) =>
+    Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+
+  it('keeps ingress within 7 × BODY_BUFFER_MAX_BYTES + 256 MiB while one account sends eight 29 MiB bodies at once', async () => {
+    // The chart sizes ingress's memory limit by this rule: one account within its concurrency must not be
+    // able to take a pod past it and end every other account's requests there.
+    const key = await keyFor('pro', 'test');
+    const body = askWithText(29 * MiB);
+    const pid = ingressPid();
+    let peak = residentMiB(pid);
+    const sampler = setInterval(() => (peak = Math.max(peak, residentMiB(pid))), 10);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        sdk(key)
+          .messages.create(body)
+          .then(
+            () => 200,
+            (error: unknown) => (error as InstanceType<typeof Anthropic.APIError>).status,
+          ),
+      ),
+    ).finally(() => clearInterval(sampler));
+    process.stdout.write(
+      `eight 29 MiB bodies: ingress resident at most ${peak.toFixed(0)} MiB; answers ${answers.join(' ')}\n`,
+    );
+    // Three fit under the cap at once; the rest are told the gateway holds too many bodies (503, retryable).
+    expect(answers.filter((status) => status === 200).length).toBeGreaterThanOrEqual(3);
+    expect(answers.every((status) => status === 200 || status === 503)).toBe(true);
+    expect(peak).toBeLessThan((7 * heldBodiesMaxBytes) / MiB + 256);
+  }, 120_000);
 });
