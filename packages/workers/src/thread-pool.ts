@@ -192,15 +192,12 @@ export class FairThreadPool<Task, Outcome> {
     if (thread.ended || this.closed) return;
     const idleAt = this.idle.indexOf(thread);
     if (idleAt >= 0) this.idle.splice(idleAt, 1);
-    this.options.onThreadFailure({
-      exitCode,
-      errorName: thread.error?.name,
-      errorCode: (thread.error as NodeJS.ErrnoException | undefined)?.code,
-    });
+    const errorCode = (thread.error as NodeJS.ErrnoException | undefined)?.code;
+    this.options.onThreadFailure({ exitCode, errorName: thread.error?.name, errorCode });
     this.replace(thread);
     if (!thread.job) return;
-    const outOfMemory = (thread.error as NodeJS.ErrnoException | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
-    this.finish(thread.job, err(outOfMemory ? this.options.refusals.outOfMemory() : this.options.refusals.failed()));
+    const { refusals } = this.options;
+    this.finish(thread.job, err(errorCode === 'ERR_WORKER_OUT_OF_MEMORY' ? refusals.outOfMemory() : refusals.failed()));
   }
 
   /** The caller gave up: its task leaves the queue, or the thread working on it is ended and replaced. */
