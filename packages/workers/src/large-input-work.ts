@@ -36,8 +36,8 @@ export interface LargeInputWorkOptions extends ThreadPoolOptions {
 /**
  * Work on a request's bytes that costs CPU in proportion to their size: inline for small inputs, on a
  * FairThreadPool for large ones, so that one caller's megabytes never stall the event loop every other
- * account's requests share. The thread gets a copy of the bytes of its own, moved rather than cloned: the
- * caller's bytes travel on unchanged.
+ * account's requests share. The thread gets a copy of the bytes of its own, made when it takes the task (not
+ * while the task waits) and moved rather than cloned: the caller's bytes travel on unchanged.
  */
 export class LargeInputWork<Task, Outcome> {
   private constructor(
@@ -61,8 +61,14 @@ export class LargeInputWork<Task, Outcome> {
     signal?: AbortSignal,
   ): Promise<Result<Outcome>> {
     if (input.byteLength <= this.inlineMaxBytes) return Promise.resolve(ok(this.work(taskOf(input))));
-    const copy = new Uint8Array(input);
-    return this.pool.run(account, taskOf(copy), [copy.buffer], signal);
+    return this.pool.run(
+      account,
+      () => {
+        const copy = new Uint8Array(input);
+        return { task: taskOf(copy), transfer: [copy.buffer] };
+      },
+      signal,
+    );
   }
 
   close(): Promise<void> {

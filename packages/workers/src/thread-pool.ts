@@ -45,10 +45,16 @@ export interface ThreadFailure {
   errorCode?: string;
 }
 
-interface Job<Task, Outcome> {
-  account: string;
+/** A task as a thread takes it: `transfer` lists the buffers that move with it instead of being copied. */
+export interface PreparedTask<Task> {
   task: Task;
   transfer: readonly TransferListItem[];
+}
+
+interface Job<Task, Outcome> {
+  account: string;
+  /** Called when a thread takes the job, so that what is made for the thread is not held while it waits. */
+  prepare: () => PreparedTask<Task>;
   settle: (result: Result<Outcome>) => void;
   /** Set once the job has started on a thread. */
   thread?: Thread<Task, Outcome>;
@@ -111,15 +117,11 @@ export class FairThreadPool<Task, Outcome> {
   }
 
   /**
-   * Runs the task on a thread: at once, after a wait in the account's queue, or refused. `transfer` lists the
-   * buffers that move to the thread with the task instead of being copied; the caller must not use them again.
+   * Runs a task on a thread: at once, after a wait in the account's queue, or refused. `prepare` makes the task
+   * when a thread takes it (a copy of a large input made then is not held twice while the task waits); the
+   * buffers it lists in `transfer` move to the thread, and the caller must not use them again.
    */
-  run(
-    account: string,
-    task: Task,
-    transfer: readonly TransferListItem[],
-    signal?: AbortSignal,
-  ): Promise<Result<Outcome>> {
+  run(account: string, prepare: () => PreparedTask<Task>, signal?: AbortSignal): Promise<Result<Outcome>> {
     const { refusals } = this.options;
     if (this.closed) return Promise.resolve(err(refusals.shuttingDown()));
     if (signal?.aborted) return Promise.resolve(err(refusals.cancelled()));
@@ -127,8 +129,7 @@ export class FairThreadPool<Task, Outcome> {
       const abandon = () => this.abandon(job);
       const job: Job<Task, Outcome> = {
         account,
-        task,
-        transfer,
+        prepare,
         settle: (result) => {
           signal?.removeEventListener('abort', abandon);
           resolve(result);
@@ -172,7 +173,8 @@ export class FairThreadPool<Task, Outcome> {
     const thread = this.idle.pop() ?? this.spawn();
     thread.job = job;
     job.thread = thread;
-    thread.worker.postMessage(job.task, job.transfer);
+    const { task, transfer } = job.prepare();
+    thread.worker.postMessage(task, transfer);
   }
 
   private received(thread: Thread<Task, Outcome>, message: ThreadMessage<Outcome>): void {

@@ -9,14 +9,16 @@ import type { ThreadFailure, ThreadPoolRefusals } from '../src/thread-pool';
 const builtThread = pathToFileURL(join(__dirname, '../dist/thread.js')).href;
 
 /**
- * A thread whose work doubles `n`, throws on `throw` (its message quoting the task), holds `hoardMb` MB of
- * objects at once when asked, and moves `bytes` back.
+ * A thread whose work doubles `n`, throws on `throw` (its message quoting the task), keeps its thread busy
+ * for `spinMs`, holds `hoardMb` MB of objects at once when asked, and moves `bytes` back.
  */
 const script = new URL(
   `data:text/javascript,${encodeURIComponent(`
 import { serveTasks } from ${JSON.stringify(builtThread)};
 serveTasks((task) => {
   if (task.throw) throw new Error('secret ' + task.throw);
+  const until = Date.now() + (task.spinMs ?? 0);
+  while (Date.now() < until);
   const hoard = [];
   for (let mb = 0; mb < (task.hoardMb ?? 0); mb++) hoard.push(Array.from({ length: 32 * 1024 }, (_, i) => ({ i })));
   const bytes = new Uint8Array(task.bytes ?? []);
@@ -36,6 +38,7 @@ const refusals: ThreadPoolRefusals = {
 interface Task {
   n?: number;
   throw?: string;
+  spinMs?: number;
   hoardMb?: number;
   bytes?: Uint8Array;
 }
@@ -58,7 +61,7 @@ describe('FairThreadPool with serveTasks', () => {
 
   it('answers each task with its outcome, moving transferred buffers both ways', async () => {
     const bytes = new Uint8Array([1, 2, 3]);
-    const answer = await pool.run('a', { n: 21, bytes }, [bytes.buffer]);
+    const answer = await pool.run('a', () => ({ task: { n: 21, bytes }, transfer: [bytes.buffer] }));
     expect(answer.ok && answer.value.n).toBe(42);
     expect(answer.ok && [...answer.value.bytes]).toEqual([1, 2, 3]);
     // Moved, not copied: the caller's buffer is detached.
@@ -66,25 +69,42 @@ describe('FairThreadPool with serveTasks', () => {
   });
 
   it('fails a task whose work throws with the pool refusal, never the thrown message, and goes on serving', async () => {
-    const failed = await pool.run('a', { throw: 'prompt text' }, []);
+    const failed = await pool.run('a', () => ({ task: { throw: 'prompt text' }, transfer: [] }));
     expect(failed).toEqual({ ok: false, error: refusals.failed() });
-    const next = await pool.run('a', { n: 1 }, []);
+    const next = await pool.run('a', () => ({ task: { n: 1 }, transfer: [] }));
     expect(next.ok && next.value.n).toBe(2);
   });
 
   it('ends only the thread of a task that needs more than heapLimitMb, answers outOfMemory, and goes on serving', async () => {
-    const small = await pool.run('a', { n: 1, hoardMb: 8 }, []);
+    const small = await pool.run('a', () => ({ task: { n: 1, hoardMb: 8 }, transfer: [] }));
     expect(small.ok && small.value.n).toBe(2);
-    expect(await pool.run('a', { n: 1, hoardMb: 256 }, [])).toEqual({ ok: false, error: refusals.outOfMemory() });
+    expect(await pool.run('a', () => ({ task: { n: 1, hoardMb: 256 }, transfer: [] }))).toEqual({
+      ok: false,
+      error: refusals.outOfMemory(),
+    });
     expect(failures).toEqual([expect.objectContaining({ errorCode: 'ERR_WORKER_OUT_OF_MEMORY' })]);
-    const next = await pool.run('b', { n: 3 }, []);
+    const next = await pool.run('b', () => ({ task: { n: 3 }, transfer: [] }));
     expect(next.ok && next.value.n).toBe(6);
+  });
+
+  it('prepares a waiting task only when a thread takes it, so that what is made for the thread is not held while it waits', async () => {
+    const busy = pool.run('a', () => ({ task: { n: 1, spinMs: 200 }, transfer: [] }));
+    const prepare = jest.fn(() => ({ task: { n: 5 }, transfer: [] }));
+    const waiting = pool.run('b', prepare);
+    expect(prepare).not.toHaveBeenCalled();
+    await busy;
+    const answer = await waiting;
+    expect(answer.ok && answer.value.n).toBe(10);
+    expect(prepare).toHaveBeenCalledTimes(1);
   });
 
   it('refuses a task whose caller has already given up', async () => {
     const controller = new AbortController();
     controller.abort();
-    expect(await pool.run('a', { n: 1 }, [], controller.signal)).toEqual({ ok: false, error: refusals.cancelled() });
+    expect(await pool.run('a', () => ({ task: { n: 1 }, transfer: [] }), controller.signal)).toEqual({
+      ok: false,
+      error: refusals.cancelled(),
+    });
   });
 });
 

@@ -30,10 +30,14 @@ export class PrivacyPool {
 
   /** Applies the mode to the body on a thread: at once, after a wait in the account's queue, or refused. */
   run(account: string, mode: PrivacyMode, body: Uint8Array, signal: AbortSignal): Promise<Result<PrivacyOutcome>> {
-    // The request's bytes are a view into gRPC's whole message: one copy into a buffer of its own, which then
-    // moves to the thread instead of being cloned.
-    const own = new Uint8Array(body);
-    return this.pool.run(account, { mode, body: own }, [own.buffer], signal);
+    // The request's bytes are a view into gRPC's whole message: one copy into a buffer of its own, made when a
+    // thread takes the body (a waiting body is not held twice), which then moves to the thread instead of
+    // being cloned.
+    const prepare = () => {
+      const own = new Uint8Array(body);
+      return { task: { mode, body: own }, transfer: [own.buffer] };
+    };
+    return this.pool.run(account, prepare, signal);
   }
 
   /** Refuses every request not yet answered and ends every thread. */
