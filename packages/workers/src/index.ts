@@ -1,3 +1,4 @@
+export * from './body-budget';
 export * from './fair-scheduler';
 export * from './large-input-work';
 export * from './thread-pool';

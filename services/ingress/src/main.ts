@@ -15,6 +15,7 @@ import {
   configReloadReporter,
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
+import { BodyBudget } from '@gw/workers';
 import {
   createUsagePublisher,
   logUsageNotRecorded,
@@ -22,7 +23,6 @@ import {
   usageSpoolStopMs,
 } from './billing-spool';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
-import { BodyBudget } from './body';
 import { BodyChecks } from './body-checks';
 import { createClients } from './clients';
 import { createEdgeMetrics } from './edge-metrics';

@@ -4,7 +4,8 @@ import { connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { errorEnvelope, httpStatusOf, retryHeaders } from '@gw/errors';
 import { waitUntil } from '@gw/testing';
-import { BodyBudget, discardRestOfBody, readBody } from '../src/body';
+import { BodyBudget } from '@gw/workers';
+import { discardRestOfBody, readBody } from '../src/body';
 import type { BodyTimeouts } from '../src/body';
 
 const KiB = 1024;

@@ -3,7 +3,8 @@ import type { ClientRequest, Server } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { waitUntil } from '@gw/testing';
-import { BodyBudget, discardRestOfBody, readBody } from '../src/body';
+import { BodyBudget } from '@gw/workers';
+import { discardRestOfBody, readBody } from '../src/body';
 import type { BodyTimeouts, DiscardBounds, DiscardOutcome } from '../src/body';
 
 const MiB = 1024 * 1024;
