@@ -18,6 +18,11 @@ const schema = z.object({
   /** Large bodies waiting for a thread, per account and in all; past either, 503 with a retry hint. */
   LARGE_BODY_QUEUED_PER_ACCOUNT: env.positiveInt(8),
   LARGE_BODY_QUEUED_TOTAL: env.positiveInt(64),
+  /**
+   * Bytes of request bodies all calls of this router may hold at once; past it a call is refused with 503.
+   * A body costs the router up to about five times its size (the message, the parsed body, the upstream's).
+   */
+  BODY_BUFFER_MAX_BYTES: env.positiveInt(96 * 1024 * 1024),
   GATEWAY_CONFIG: z
     .string({ error: 'expected the path of the gateway YAML file' })
     .min(1, 'expected the path of the gateway YAML file'),
@@ -39,10 +44,16 @@ const schema = z.object({
   UPSTREAM_EJECT_MAX_MS: env.positiveInt(60_000),
 });
 
-const checked = schema.refine((config) => config.UPSTREAM_EJECT_MAX_MS >= config.UPSTREAM_EJECT_BASE_MS, {
-  message: 'expected at least UPSTREAM_EJECT_BASE_MS',
-  path: ['UPSTREAM_EJECT_MAX_MS'],
-});
+const checked = schema
+  .refine((config) => config.UPSTREAM_EJECT_MAX_MS >= config.UPSTREAM_EJECT_BASE_MS, {
+    message: 'expected at least UPSTREAM_EJECT_BASE_MS',
+    path: ['UPSTREAM_EJECT_MAX_MS'],
+  })
+  // Otherwise a body of the largest size could never be held, and every such call would be refused.
+  .refine((config) => config.BODY_BUFFER_MAX_BYTES >= config.GRPC_MAX_MESSAGE_BYTES - 1024 * 1024, {
+    message: 'expected at least the largest body, GRPC_MAX_MESSAGE_BYTES less 1 MiB',
+    path: ['BODY_BUFFER_MAX_BYTES'],
+  });
 
 export type RouterConfig = z.infer<typeof schema> & {
   /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */

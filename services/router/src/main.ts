@@ -10,11 +10,18 @@ import {
   startTracing,
   configReloadReporter,
 } from '@gw/telemetry';
+import { BodyBudget } from '@gw/workers';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
 import { createEndpointBalancer } from './balancer';
 import { startHealthChecks } from './health-checks';
-import { createEndpointMetrics, createRouterMetrics, registerBreakerStates, registerPoolInfo } from './metrics';
+import {
+  createEndpointMetrics,
+  createRouterMetrics,
+  registerBreakerStates,
+  registerHeldBodies,
+  registerPoolInfo,
+} from './metrics';
 import { createPoolDirectory, poolsWithoutCredential, replacePools } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
@@ -75,6 +82,8 @@ void runOrExit(async () => {
     script: join(__dirname, 'stub-plan-thread.js'),
     onThreadFailure: (failure) => logger.error(failure, 'a large-body thread died; another took its place'),
   });
+  const bodies = new BodyBudget(config.BODY_BUFFER_MAX_BYTES);
+  registerHeldBodies(metricsServer.registry, bodies);
   const router = createRouter({
     pools,
     adapters: createAdapterRegistry(),
@@ -85,6 +94,7 @@ void runOrExit(async () => {
     balancer,
     testStub: defaultTestStubOptions,
     planStub: (request, signal) => stubPlans.plan(request, signal),
+    bodies,
   });
   const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
     apply: (next) => {

@@ -1,4 +1,7 @@
+import { err } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { tooManyBodies } from '@gw/workers';
+import type { BodyBudget } from '@gw/workers';
 import { annotateSpan, boundedAttribute, requestLogFields } from '@gw/telemetry';
 import type { CompletionRequest, CompletionStream, TokenUsage } from './completion';
 import { countTokensForTestKey, countTokensLive } from './count-tokens';
@@ -12,6 +15,8 @@ export interface RouterDeps extends LiveCompletionDeps {
   testStub: TestStubOptions;
   /** Reads a test key's request into the stub's plan (StubPlans: large bodies off the event loop). */
   planStub(request: CompletionRequest, signal: AbortSignal): Promise<StubPlan>;
+  /** The request bodies every call holds, capped: a call whose body would pass the cap is refused (503). */
+  bodies: BodyBudget;
 }
 
 export interface Router {
@@ -21,10 +26,25 @@ export interface Router {
 
 /**
  * Test keys go to the stub (or the estimate), live keys upstream. Every call ends with one log line:
- * ids, pool, outcome, timings and token counts, never text; completions also with their metrics.
+ * ids, pool, outcome, timings and token counts, never text; completions also with their metrics. A call
+ * holds its body's bytes in `bodies` until it ends, or is refused at once when they do not fit.
  */
 export function createRouter(deps: RouterDeps): Router {
   const { logger, metrics } = deps;
+  async function* answer(request: CompletionRequest, signal: AbortSignal): CompletionStream {
+    const held = deps.bodies.reservation();
+    if (!held.take(request.body.byteLength)) {
+      yield err(tooManyBodies());
+      return;
+    }
+    try {
+      yield* request.environment === 'test'
+        ? answerWithTestStub(request, await deps.planStub(request, signal), signal, deps.testStub)
+        : completeLive(request, signal, deps);
+    } finally {
+      held.release();
+    }
+  }
   return {
     async *complete(request, signal) {
       const began = performance.now();
@@ -32,10 +52,7 @@ export function createRouter(deps: RouterDeps): Router {
       let firstByteMs: number | undefined;
       let usage: TokenUsage | undefined;
       let outcome = 'incomplete';
-      const source =
-        request.environment === 'test'
-          ? answerWithTestStub(request, await deps.planStub(request, signal), signal, deps.testStub)
-          : completeLive(request, signal, deps);
+      const source = answer(request, signal);
       try {
         for await (const item of source) {
           if (!item.ok) outcome = item.error.type;
@@ -83,8 +100,19 @@ export function createRouter(deps: RouterDeps): Router {
 
     async countTokens(request, signal) {
       const began = performance.now();
-      const result =
-        request.environment === 'test' ? countTokensForTestKey(request) : await countTokensLive(request, signal, deps);
+      const held = deps.bodies.reservation();
+      let result: Result<TokenCount>;
+      if (!held.take(request.body.byteLength)) result = err(tooManyBodies());
+      else {
+        try {
+          result =
+            request.environment === 'test'
+              ? countTokensForTestKey(request)
+              : await countTokensLive(request, signal, deps);
+        } finally {
+          held.release();
+        }
+      }
       const count = result.ok ? result.value : undefined;
       logger.info(
         {

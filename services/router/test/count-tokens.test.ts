@@ -8,6 +8,7 @@ import { countTokensLive } from '../src/count-tokens';
 import { estimateInputTokens } from '../src/estimate';
 import type { FailoverDeps } from '../src/failover';
 import { createPoolDirectory } from '../src/pools';
+import { BodyBudget } from '@gw/workers';
 import { createRouter } from '../src/router';
 import { defaultTestStubOptions, planStubAnswer } from '../src/test-stub';
 import type { UpstreamHttp } from '../src/upstream-http';
@@ -200,16 +201,36 @@ describe('countTokensLive', () => {
 });
 
 describe('router.countTokens', () => {
-  function router(http: UpstreamHttp, logger = recordingLogger()) {
+  function router(http: UpstreamHttp, logger = recordingLogger(), bodies = new BodyBudget(64 * 1024 * 1024)) {
     return {
       logger,
       router: createRouter({
         ...deps(http, { logger: logger.logger }),
         testStub: defaultTestStubOptions,
         planStub: (request) => Promise.resolve(planStubAnswer(request.body, request.model)),
+        bodies,
       }),
     };
   }
+
+  it("holds each call's body until the call ends, and refuses a call whose body would pass the cap with 503", async () => {
+    const completion = { ...request(bothEu, { environment: 'test' }), stream: true };
+    const size = completion.body.byteLength;
+    const bodies = new BodyBudget(size + size / 2);
+    const { router: subject } = router(fakeHttp({}).http, recordingLogger(), bodies);
+    const first = subject.complete(completion, signal());
+    expect((await first.next()).value).toEqual(ok(expect.objectContaining({ kind: 'started' })));
+    expect(bodies.heldBytes).toBe(size);
+
+    const refusal = err(expect.objectContaining({ type: 'overloaded_error', retryAfterMs: 5_000 }));
+    expect((await subject.complete(completion, signal()).next()).value).toEqual(refusal);
+    expect(await subject.countTokens(completion, signal())).toEqual(refusal);
+
+    await first.return(undefined);
+    expect(bodies.heldBytes).toBe(0);
+    expect((await subject.countTokens(completion, signal())).ok).toBe(true);
+    expect(bodies.heldBytes).toBe(0);
+  });
 
   it('gives test keys the estimate and never reaches an upstream', async () => {
     const upstream = fakeHttp({ 'a1.test': countOf(42) });

@@ -6,6 +6,7 @@ import { createAnthropicAdapter } from '../src/adapters/anthropic';
 import type { AdapterRegistry } from '../src/adapters';
 import { createEndpointBalancer } from '../src/balancer';
 import { createPoolDirectory } from '../src/pools';
+import { BodyBudget } from '@gw/workers';
 import { createRouter } from '../src/router';
 import { defaultTestStubOptions, planStubAnswer } from '../src/test-stub';
 import type { UpstreamHttpRequest } from '../src/upstream-http';
@@ -180,6 +181,7 @@ async function run(subject: Scenario) {
     }),
     testStub: defaultTestStubOptions,
     planStub: (request) => Promise.resolve(planStubAnswer(request.body, request.model)),
+    bodies: new BodyBudget(64 * 1024 * 1024),
   });
   const request = {
     requestId: 'req_property',
