@@ -241,6 +241,19 @@ describe('memory', () => {
     ['default values', []],
     ['values-dev.yaml', devValues],
     ['values-production.yaml', productionValues],
+  ])("%s: the router's limit has room for six times the bodies it may hold", (_name, args) => {
+    const manifests = render(...args);
+    // The router's own default, 96 MiB, unless the values set it.
+    const held = Number(envOf(manifests, 'router').get('BODY_BUFFER_MAX_BYTES')?.value ?? 96 * MiB);
+    expect(mebibytes(container(manifests, 'router').resources.limits.memory)).toBeGreaterThanOrEqual(
+      (6 * held) / MiB + 256,
+    );
+  });
+
+  test.each([
+    ['default values', []],
+    ['values-dev.yaml', devValues],
+    ['values-production.yaml', productionValues],
   ])("%s: policy's limit has room for every privacy thread at its heap limit", (_name, args) => {
     const manifests = render(...args);
     const env = envOf(manifests, 'policy');

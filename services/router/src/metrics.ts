@@ -95,8 +95,8 @@ export function registerBreakerStates(registry: Registry, status: () => Endpoint
 /** The bytes of request bodies the router's calls hold, read at each scrape. */
 export function registerHeldBodies(registry: Registry, bodies: BodyBudget): void {
   new Gauge({
-    name: 'router_request_body_bytes',
-    help: 'Bytes of request bodies held by calls in progress, against BODY_BUFFER_MAX_BYTES.',
+    name: 'gateway_request_body_bytes',
+    help: 'Bytes of request bodies held in memory by calls in progress, against BODY_BUFFER_MAX_BYTES.',
     registers: [registry],
     collect() {
       this.set(bodies.heldBytes);
