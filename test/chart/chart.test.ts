@@ -24,6 +24,12 @@ const secretEnvNames = [
 const monitoringApi = ['--api-versions', 'monitoring.coreos.com/v1'];
 const devValues = ['-f', join(chartDir, 'values-dev.yaml')];
 const productionValues = ['-f', join(chartDir, 'values-production.yaml')];
+/** Every values file the chart ships, by name, as the arguments that give it to helm. */
+const everyValuesFile: [string, string[]][] = [
+  ['default values', []],
+  ['values-dev.yaml', devValues],
+  ['values-production.yaml', productionValues],
+];
 
 interface EnvVar {
   name: string;
@@ -152,11 +158,7 @@ function podTemplates(manifests: Manifest[]): Manifest[] {
 }
 
 describe('helm lint --strict', () => {
-  test.each([
-    ['default values', []],
-    ['values-dev.yaml', devValues],
-    ['values-production.yaml', productionValues],
-  ])('passes with %s', (_name, args) => {
+  test.each(everyValuesFile)('passes with %s', (_name, args) => {
     const run = helmRun(['lint', '--strict', chartDir, ...args]);
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
@@ -237,11 +239,7 @@ describe('memory', () => {
     );
   });
 
-  test.each([
-    ['default values', []],
-    ['values-dev.yaml', devValues],
-    ['values-production.yaml', productionValues],
-  ])("%s: the router's limit has room for six times the bodies it may hold", (_name, args) => {
+  test.each(everyValuesFile)("%s: the router's limit has room for six times the bodies it may hold", (_name, args) => {
     const manifests = render(...args);
     // The router's own default, 96 MiB, unless the values set it.
     const held = Number(envOf(manifests, 'router').get('BODY_BUFFER_MAX_BYTES')?.value ?? 96 * MiB);
@@ -250,42 +248,40 @@ describe('memory', () => {
     );
   });
 
-  test.each([
-    ['default values', []],
-    ['values-dev.yaml', devValues],
-    ['values-production.yaml', productionValues],
-  ])("%s: policy's limit has room for every privacy thread at its heap limit", (_name, args) => {
-    const manifests = render(...args);
-    const env = envOf(manifests, 'policy');
-    const threads = Number(env.get('PRIVACY_WORKERS')?.value ?? 2);
-    const heapMb = Number(env.get('PRIVACY_THREAD_HEAP_MB')?.value ?? 256);
-    // About 70 MB at rest, and for each thread its heap and about 150 MB besides (measured).
-    expect(mebibytes(container(manifests, 'policy').resources.limits.memory)).toBeGreaterThanOrEqual(
-      70 + threads * (heapMb + 150),
-    );
-  });
+  test.each(everyValuesFile)(
+    "%s: policy's limit has room for every privacy thread at its heap limit",
+    (_name, args) => {
+      const manifests = render(...args);
+      const env = envOf(manifests, 'policy');
+      const threads = Number(env.get('PRIVACY_WORKERS')?.value ?? 2);
+      const heapMb = Number(env.get('PRIVACY_THREAD_HEAP_MB')?.value ?? 256);
+      // About 70 MB at rest, and for each thread its heap and about 150 MB besides (measured).
+      expect(mebibytes(container(manifests, 'policy').resources.limits.memory)).toBeGreaterThanOrEqual(
+        70 + threads * (heapMb + 150),
+      );
+    },
+  );
 });
 
 describe('pod security and placement', () => {
-  test.each([
-    ['default values', []],
-    ['values-dev.yaml', devValues],
-    ['values-production.yaml', productionValues],
-  ])('every pod runs non-root, read-only, unprivileged, seccomp RuntimeDefault, no capability (%s)', (_name, args) => {
-    const templates = podTemplates(render(...args));
-    expect(templates).toHaveLength(7);
-    for (const manifest of templates) {
-      const spec = podSpec(manifest);
-      expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-      for (const each of spec.containers) {
-        expect(each.securityContext).toMatchObject({
-          allowPrivilegeEscalation: false,
-          readOnlyRootFilesystem: true,
-          capabilities: { drop: ['ALL'] },
-        });
+  test.each(everyValuesFile)(
+    'every pod runs non-root, read-only, unprivileged, seccomp RuntimeDefault, no capability (%s)',
+    (_name, args) => {
+      const templates = podTemplates(render(...args));
+      expect(templates).toHaveLength(7);
+      for (const manifest of templates) {
+        const spec = podSpec(manifest);
+        expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+        for (const each of spec.containers) {
+          expect(each.securityContext).toMatchObject({
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          });
+        }
       }
-    }
-  });
+    },
+  );
 
   test('pods spread over zones and nodes unless turned off', () => {
     for (const service of allServices) {
@@ -609,11 +605,7 @@ describe('Kubernetes schemas (kubeconform, strict)', () => {
     [kubeconform = '', schemaDir = ''] = installed.trim().split('\n');
   }, 300_000);
 
-  test.each([
-    ['default values', []],
-    ['values-dev.yaml', devValues],
-    ['values-production.yaml', productionValues],
-  ])('every rendered object of Kubernetes 1.37 is valid (%s)', (_name, args) => {
+  test.each(everyValuesFile)('every rendered object of Kubernetes 1.37 is valid (%s)', (_name, args) => {
     const rendered = helmRun(['template', release, chartDir, '--namespace', namespace, ...args]);
     expect(rendered.status).toBe(0);
     // cert-manager and Prometheus Operator kinds have no schema in the Kubernetes set.
