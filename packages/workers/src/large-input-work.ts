@@ -5,8 +5,7 @@ import type { ThreadPoolOptions, ThreadPoolRefusals } from './thread-pool';
 
 /**
  * The refusals of a pool worded alike in every service: `step` is what a large request waits for ("the
- * privacy step"), `service` who is shutting down ("The router"). A failed task is 500 `api_error`; one
- * that needed more memory than a thread may have is 413 `request_too_large`.
+ * privacy step"), `service` who is shutting down ("The router"). A failed task is 500 `api_error`.
  */
 export function refusalsOfStep(step: string, service: string): ThreadPoolRefusals {
   return {
@@ -20,11 +19,6 @@ export function refusalsOfStep(step: string, service: string): ThreadPoolRefusal
     shuttingDown: () =>
       gatewayError('overloaded_error', `${service} is shutting down. Retry.`, { retryAfterMs: 1_000 }),
     failed: () => gatewayError('api_error', internalErrorMessage),
-    outOfMemory: () =>
-      gatewayError(
-        'request_too_large',
-        `The request is too large for ${step}: it needs more memory than the gateway gives one request. Send a smaller request.`,
-      ),
   };
 }
 

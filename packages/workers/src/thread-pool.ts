@@ -15,8 +15,6 @@ export interface ThreadPoolRefusals {
   shuttingDown(): GatewayError;
   /** The thread died or its task threw: the task fails closed. */
   failed(): GatewayError;
-  /** The task needed more memory than a thread may have (`heapLimitMb`): too large for this work. */
-  outOfMemory(): GatewayError;
 }
 
 export interface ThreadPoolOptions {
@@ -28,11 +26,6 @@ export interface ThreadPoolOptions {
   queuedTotal: number;
   /** The thread's script, a built .js file that calls `serveTasks` (a file: or data: URL too). */
   script: string | URL;
-  /**
-   * The most a thread's heap may grow to, in MB; a task that needs more ends its thread alone (answered with
-   * `outOfMemory`) instead of taking the whole process past its memory limit. Unset: V8's own limit.
-   */
-  heapLimitMb?: number;
   refusals: ThreadPoolRefusals;
   /** A thread died on its own (a bug, out of memory): its task failed and another thread took its place. */
   onThreadFailure: (failure: ThreadFailure) => void;
@@ -159,9 +152,7 @@ export class FairThreadPool<Task, Outcome> {
   }
 
   private spawn(): Thread<Task, Outcome> {
-    const { script, heapLimitMb } = this.options;
-    const worker = new Worker(script, heapLimitMb ? { resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } } : {});
-    const thread: Thread<Task, Outcome> = { worker, ready: false, ended: false };
+    const thread: Thread<Task, Outcome> = { worker: new Worker(this.options.script), ready: false, ended: false };
     this.threads.add(thread);
     thread.worker.on('message', (message: ThreadMessage<Outcome>) => this.received(thread, message));
     thread.worker.on('error', (error) => (thread.error = error));
@@ -194,12 +185,13 @@ export class FairThreadPool<Task, Outcome> {
     if (thread.ended || this.closed) return;
     const idleAt = this.idle.indexOf(thread);
     if (idleAt >= 0) this.idle.splice(idleAt, 1);
-    const errorCode = (thread.error as NodeJS.ErrnoException | undefined)?.code;
-    this.options.onThreadFailure({ exitCode, errorName: thread.error?.name, errorCode });
+    this.options.onThreadFailure({
+      exitCode,
+      errorName: thread.error?.name,
+      errorCode: (thread.error as NodeJS.ErrnoException | undefined)?.code,
+    });
     this.replace(thread);
-    if (!thread.job) return;
-    const { refusals } = this.options;
-    this.finish(thread.job, err(errorCode === 'ERR_WORKER_OUT_OF_MEMORY' ? refusals.outOfMemory() : refusals.failed()));
+    if (thread.job) this.finish(thread.job, err(this.options.refusals.failed()));
   }
 
   /** The caller gave up: its task leaves the queue, or the thread working on it is ended and replaced. */

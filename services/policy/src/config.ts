@@ -25,11 +25,6 @@ const schema = z
     PRIVACY_QUEUE_PER_ACCOUNT: env.positiveInt(4),
     /** Large bodies that may wait for a worker, all accounts together. */
     PRIVACY_QUEUE_TOTAL: env.positiveInt(32),
-    /**
-     * The most one privacy thread's heap may grow to, in MB: a body that needs more is refused (413) and
-     * only its thread ends, so that the threads together stay within the memory given to policy.
-     */
-    PRIVACY_THREAD_HEAP_MB: env.positiveInt(256),
   })
   // Otherwise one account could fill the whole queue.
   .refine((config) => config.PRIVACY_QUEUE_PER_ACCOUNT < config.PRIVACY_QUEUE_TOTAL, {

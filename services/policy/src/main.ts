@@ -26,17 +26,13 @@ void runOrExit(async () => {
     threads: config.PRIVACY_WORKERS,
     queuedPerAccount: config.PRIVACY_QUEUE_PER_ACCOUNT,
     queuedTotal: config.PRIVACY_QUEUE_TOTAL,
-    heapLimitMb: config.PRIVACY_THREAD_HEAP_MB,
     // Built next to this file by tsc.
     script: join(__dirname, 'privacy-thread.js'),
-    onThreadFailure: (failure) => {
-      const fields = { exit_code: failure.exitCode, error_name: failure.errorName, error_code: failure.errorCode };
-      if (failure.errorCode === 'ERR_WORKER_OUT_OF_MEMORY') {
-        logger.warn(fields, 'a request needed more than PRIVACY_THREAD_HEAP_MB; it was refused as too large');
-      } else {
-        logger.error(fields, 'a privacy thread died; its request failed and a new thread took its place');
-      }
-    },
+    onThreadFailure: (failure) =>
+      logger.error(
+        { exit_code: failure.exitCode, error_name: failure.errorName, error_code: failure.errorCode },
+        'a privacy thread died; its request failed and a new thread took its place',
+      ),
   });
   const metrics = await startMetricsServer('policy', config.METRICS_HOST, config.METRICS_PORT);
   // A reloaded YAML reaches ingress too: the catalogue in force is pushed to every follower.
