@@ -238,6 +238,25 @@ describe('big request bodies through every hop', () => {
   });
 });
 
+describe('bodies whose parsing would take too much memory', () => {
+  it('refuses 30 MiB of empty JSON objects before parsing them, and serves on', async () => {
+    // Parsed, they would take about 700 MB of a check thread's heap (and of policy's privacy thread after it).
+    const key = await keyFor('pro', 'test');
+    const body = Buffer.from(`{"model":"claude-sonnet-5","max_tokens":16,"messages":[${'{},'.repeat(10 * MiB)}{}]}`);
+    const answer = await chunkedUpload('/v1/messages', key, body);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toEqual(
+      expect.objectContaining({
+        error: {
+          type: 'invalid_request_error',
+          message: 'The request body holds more than 1000000 JSON objects and arrays.',
+        },
+      }),
+    );
+    expect((await sdk(key).messages.create(askWithText(1_000))).type).toBe('message');
+  }, 120_000);
+});
+
 describe('memory that large bodies take', () => {
   /** Ingress's default BODY_BUFFER_MAX_BYTES, which the test stack keeps. */
   const heldBodiesMaxBytes = 96 * MiB;

@@ -4,6 +4,11 @@ import type { Result } from '@gw/errors';
 
 /** Deeper JSON is refused before parsing: no legitimate request nests this far, and parsing it costs stack. */
 export const maxJsonDepth = 128;
+/**
+ * More objects and arrays than this are refused before parsing too: each costs the parser about 64 bytes of
+ * heap, so 32 MiB of `{}` would take 700 MB of a check thread (and of policy's privacy thread after it).
+ */
+export const maxJsonContainers = 1_000_000;
 
 const contentBlock = z.looseObject({ type: z.string({ error: 'expected a content block with a string "type"' }) });
 const textBlock = z.looseObject({
@@ -111,9 +116,16 @@ function invalid(message: string) {
   return err(gatewayError('invalid_request_error', message));
 }
 
-/** Whether brackets nest deeper than the bound, found in one pass without parsing. */
-export function nestsDeeperThan(raw: Buffer, bound: number): boolean {
+/**
+ * Which bound the body's brackets pass, if any: nesting deeper than `depth`, or more than `containers` objects
+ * and arrays in all. Found in one pass over the bytes, without parsing.
+ */
+export function jsonShapeBeyond(
+  raw: Buffer,
+  bounds: { depth: number; containers: number },
+): 'depth' | 'containers' | undefined {
   let depth = 0;
+  let containers = 0;
   let inString = false;
   for (let index = 0; index < raw.length; index += 1) {
     const byte = raw[index]!;
@@ -124,15 +136,19 @@ export function nestsDeeperThan(raw: Buffer, bound: number): boolean {
     } else if (byte === 0x22) inString = true;
     else if (byte === 0x7b || byte === 0x5b) {
       depth += 1;
-      if (depth > bound) return true;
+      containers += 1;
+      if (depth > bounds.depth) return 'depth';
+      if (containers > bounds.containers) return 'containers';
     } else if (byte === 0x7d || byte === 0x5d) depth -= 1;
   }
-  return false;
+  return undefined;
 }
 
 function parseWith<S extends z.ZodType>(schema: S, raw: Buffer): Result<z.infer<S>> {
-  if (nestsDeeperThan(raw, maxJsonDepth)) {
-    return invalid(`The request body nests deeper than ${maxJsonDepth} levels.`);
+  const beyond = jsonShapeBeyond(raw, { depth: maxJsonDepth, containers: maxJsonContainers });
+  if (beyond === 'depth') return invalid(`The request body nests deeper than ${maxJsonDepth} levels.`);
+  if (beyond === 'containers') {
+    return invalid(`The request body holds more than ${maxJsonContainers} JSON objects and arrays.`);
   }
   let json: unknown;
   try {

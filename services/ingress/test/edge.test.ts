@@ -3,7 +3,7 @@ import { sseFrame } from '../src/sse';
 import {
   isJsonContentType,
   maxModelChars,
-  nestsDeeperThan,
+  jsonShapeBeyond,
   parseCountTokensBody,
   parseMessagesBody,
 } from '../src/validation';
@@ -81,15 +81,24 @@ describe('sseFrame', () => {
   });
 });
 
-describe('nestsDeeperThan', () => {
+describe('jsonShapeBeyond', () => {
+  const bounds = (depth: number, containers = 1_000) => ({ depth, containers });
+
   it('counts brackets outside strings only', () => {
-    expect(nestsDeeperThan(Buffer.from('[[[1]]]'), 3)).toBe(false);
-    expect(nestsDeeperThan(Buffer.from('[[[[1]]]]'), 3)).toBe(true);
-    expect(nestsDeeperThan(Buffer.from('{"a":"[[[[[[\\"[[[["}'), 2)).toBe(false);
+    expect(jsonShapeBeyond(Buffer.from('[[[1]]]'), bounds(3))).toBeUndefined();
+    expect(jsonShapeBeyond(Buffer.from('[[[[1]]]]'), bounds(3))).toBe('depth');
+    expect(jsonShapeBeyond(Buffer.from('{"a":"[[[[[[\\"[[[["}'), bounds(2))).toBeUndefined();
   });
 
   it('scans a megabyte of brackets without parsing it', () => {
-    expect(nestsDeeperThan(Buffer.from('['.repeat(1_000_000)), 128)).toBe(true);
+    expect(jsonShapeBeyond(Buffer.from('['.repeat(1_000_000)), bounds(128))).toBe('depth');
+  });
+
+  it('counts every object and array, however shallow', () => {
+    const flat = (count: number) => Buffer.from(`{"m":[${Array(count).fill('{}').join(',')}]}`);
+    expect(jsonShapeBeyond(flat(998), bounds(128))).toBeUndefined();
+    expect(jsonShapeBeyond(flat(999), bounds(128))).toBe('containers');
+    expect(jsonShapeBeyond(Buffer.from(`{"m":"${'{}'.repeat(5_000)}"}`), bounds(128))).toBeUndefined();
   });
 });
 
