@@ -274,22 +274,29 @@ describe('ingress edge metrics', () => {
     ]);
   });
 
-  it('shows a request in flight while it runs, and a client that left as client_closed', async () => {
+  it('shows a request in flight while it runs, its body held by ingress and the router, and a client that left as client_closed', async () => {
     const { key } = await keyOf(await account());
+    const routerMetrics = h.metricsUrls.router!;
     const before = await scrape(ingressMetrics);
+    const routerBefore = await scrape(routerMetrics);
     const stream = await openSlowStream(key);
     expect(stream.status).toBe(200);
     const inFlight = await scrape(ingressMetrics);
     expect(total(inFlight, 'gateway_http_requests_in_flight', { route: 'messages' })).toBe(
       total(before, 'gateway_http_requests_in_flight', { route: 'messages' }) + 1,
     );
+    const held = (samples: Sample[]) => total(samples, 'gateway_request_body_bytes');
+    expect(held(inFlight)).toBeGreaterThan(held(before));
+    expect(held(await scrape(routerMetrics))).toBeGreaterThan(held(routerBefore));
     stream.abort();
     await expectMoved(ingressMetrics, before, [
       ['gateway_http_requests_in_flight', { route: 'messages' }, 0],
       ['gateway_http_requests_total', requests('200', 'client_closed'), 1],
       ['gateway_http_requests_total', requests('200', 'none'), 0],
       ['gateway_usage_events_total', { stage: 'durable' }, 1],
+      ['gateway_request_body_bytes', {}, 0],
     ]);
+    await expectMoved(routerMetrics, routerBefore, [['gateway_request_body_bytes', {}, 0]]);
   });
 
   it('puts no key, account or request id in any label of any service', async () => {

@@ -47,3 +47,17 @@ export interface BodyReservation {
   /** Gives back everything taken; safe to call again. */
   release(): void;
 }
+
+/**
+ * The gauge of what a budget holds, in the words of every service that holds bodies (ingress, the router):
+ * spread into prom-client's `new Gauge({ ...heldBodyBytesGauge(budget), registers })`, read at each scrape.
+ */
+export function heldBodyBytesGauge(budget: BodyBudget) {
+  return {
+    name: 'gateway_request_body_bytes',
+    help: 'Bytes of request bodies held in memory (declared lengths reserved whole), against BODY_BUFFER_MAX_BYTES.',
+    collect(this: { set(value: number): void }) {
+      this.set(budget.heldBytes);
+    },
+  };
+}

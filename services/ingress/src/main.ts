@@ -15,7 +15,7 @@ import {
   configReloadReporter,
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
-import { BodyBudget } from '@gw/workers';
+import { BodyBudget, heldBodyBytesGauge } from '@gw/workers';
 import {
   createUsagePublisher,
   logUsageNotRecorded,
@@ -97,14 +97,7 @@ void runOrExit(async () => {
     registers: [metrics.registry],
   });
   const bodyBudget = new BodyBudget(config.BODY_BUFFER_MAX_BYTES);
-  new Gauge({
-    name: 'gateway_request_body_bytes',
-    help: 'Bytes of request bodies held in memory (declared lengths reserved whole), against BODY_BUFFER_MAX_BYTES.',
-    registers: [metrics.registry],
-    collect() {
-      this.set(bodyBudget.heldBytes);
-    },
-  });
+  new Gauge({ ...heldBodyBytesGauge(bodyBudget), registers: [metrics.registry] });
   const bodyChecks = await BodyChecks.start({
     inlineMaxBytes: config.BODY_CHECK_INLINE_MAX_BYTES,
     threads: config.BODY_CHECK_THREADS,

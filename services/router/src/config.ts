@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, readEnv, readGrpcTransport } from '@gw/config';
+import { env, grpcMessageLimitFor, readEnv, readGrpcTransport } from '@gw/config';
 import type { GrpcTransport } from '@gw/config';
 import { readTracingConfig } from '@gw/telemetry';
 import type { TracingConfig } from '@gw/telemetry';
@@ -50,7 +50,7 @@ const checked = schema
     path: ['UPSTREAM_EJECT_MAX_MS'],
   })
   // Otherwise a body of the largest size could never be held, and every such call would be refused.
-  .refine((config) => config.BODY_BUFFER_MAX_BYTES >= config.GRPC_MAX_MESSAGE_BYTES - 1024 * 1024, {
+  .refine((config) => grpcMessageLimitFor(config.BODY_BUFFER_MAX_BYTES) >= config.GRPC_MAX_MESSAGE_BYTES, {
     message: 'expected at least the largest body, GRPC_MAX_MESSAGE_BYTES less 1 MiB',
     path: ['BODY_BUFFER_MAX_BYTES'],
   });

@@ -9,19 +9,14 @@ import {
   startMetricsServer,
   startTracing,
   configReloadReporter,
+  Gauge,
 } from '@gw/telemetry';
-import { BodyBudget } from '@gw/workers';
+import { BodyBudget, heldBodyBytesGauge } from '@gw/workers';
 import { createAdapterRegistry } from './adapters';
 import { readRouterConfig } from './config';
 import { createEndpointBalancer } from './balancer';
 import { startHealthChecks } from './health-checks';
-import {
-  createEndpointMetrics,
-  createRouterMetrics,
-  registerBreakerStates,
-  registerHeldBodies,
-  registerPoolInfo,
-} from './metrics';
+import { createEndpointMetrics, createRouterMetrics, registerBreakerStates, registerPoolInfo } from './metrics';
 import { createPoolDirectory, poolsWithoutCredential, replacePools } from './pools';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
@@ -83,7 +78,7 @@ void runOrExit(async () => {
     onThreadFailure: (failure) => logger.error(failure, 'a large-body thread died; another took its place'),
   });
   const bodies = new BodyBudget(config.BODY_BUFFER_MAX_BYTES);
-  registerHeldBodies(metricsServer.registry, bodies);
+  new Gauge({ ...heldBodyBytesGauge(bodies), registers: [metricsServer.registry] });
   const router = createRouter({
     pools,
     adapters: createAdapterRegistry(),

@@ -1,5 +1,4 @@
 import { Counter, Gauge, Histogram } from '@gw/telemetry';
-import type { BodyBudget } from '@gw/workers';
 import type { Registry } from '@gw/telemetry';
 import type { EndpointStatus } from './balancer';
 import type { BreakerState } from './breaker';
@@ -88,18 +87,6 @@ export function registerBreakerStates(registry: Registry, status: () => Endpoint
           this.set({ pool: endpoint.poolId, endpoint: endpoint.endpointUrl, state }, endpoint.state === state ? 1 : 0);
         }
       }
-    },
-  });
-}
-
-/** The bytes of request bodies the router's calls hold, read at each scrape. */
-export function registerHeldBodies(registry: Registry, bodies: BodyBudget): void {
-  new Gauge({
-    name: 'gateway_request_body_bytes',
-    help: 'Bytes of request bodies held in memory by calls in progress, against BODY_BUFFER_MAX_BYTES.',
-    registers: [registry],
-    collect() {
-      this.set(bodies.heldBytes);
     },
   });
 }
