@@ -242,7 +242,22 @@ describe('validation like the real API', () => {
     [
       'bad role',
       { model: 'm', max_tokens: 1, messages: [{ role: 'bot', content: 'x' }] },
-      "messages.0.role: Input should be 'user' or 'assistant'",
+      "messages.0.role: Input should be 'user', 'assistant' or 'system'",
+    ],
+    [
+      'temperature above 1',
+      { ...messagesBody('x'), temperature: 2 },
+      'temperature: Input should be less than or equal to 1',
+    ],
+    [
+      'an unknown tool_choice',
+      { ...messagesBody('x'), tool_choice: { type: 'sometimes' } },
+      "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'",
+    ],
+    [
+      'a forced tool not offered',
+      { ...messagesBody('x'), tool_choice: { type: 'tool', name: 'nope' } },
+      "Tool 'nope' not found in provided tools",
     ],
     ['unknown directive', messagesBody('sim:latencyy=5'), 'unknown directive'],
   ];
@@ -516,5 +531,49 @@ describe('echoChunks', () => {
     expect(chunks).toHaveLength(3);
     expect(chunks.join('')).toBe(text);
     expect(echoChunks('   ')).toEqual([]);
+  });
+});
+
+describe('what newer clients send', () => {
+  const tools = [
+    { name: 'first', input_schema: { type: 'object' } },
+    { name: 'second', input_schema: { type: 'object' } },
+  ];
+
+  it("takes a system message mid-conversation and Claude Code's betas, echoing the user's text", async () => {
+    const betas =
+      'claude-code-20250219,interleaved-thinking-2025-05-14,mid-conversation-system-2026-04-07,effort-2025-11-24,' +
+      'thinking-token-count-2026-05-13,prompt-caching-scope-2026-01-05,structured-outputs-2025-11-13';
+    const response = await post(
+      {
+        ...messagesBody('hello there'),
+        messages: [...messagesBody('hello there').messages, { role: 'system', content: 'Be brief.' }],
+      },
+      { headers: { ...headers, 'anthropic-beta': betas } },
+    );
+    expect(response.status).toBe(200);
+    expect((await jsonOf<WireMessage>(response)).content[0]!.text).toBe('hello there');
+  });
+
+  it.each([
+    [{ type: 'tool', name: 'second' }, 'second'],
+    [{ type: 'any' }, 'first'],
+  ])('calls the tool a tool_choice of %j forces, whatever the text', async (toolChoice, name) => {
+    const response = await post(messagesBody('no magic here', { tools, tool_choice: toolChoice }));
+    const message = await jsonOf<{ content: { type: string; name: string }[]; stop_reason: string }>(response);
+    expect(message.stop_reason).toBe('tool_use');
+    expect(message.content.at(-1)).toMatchObject({ type: 'tool_use', name });
+  });
+
+  it('answers JSON of the schema output_config.format asks for', async () => {
+    const schema = {
+      type: 'object',
+      properties: { answer: { type: 'string' }, confident: { type: 'boolean' }, score: { type: 'number' } },
+      required: ['answer', 'confident', 'score'],
+      additionalProperties: false,
+    };
+    const response = await post(messagesBody('hi', { output_config: { format: { type: 'json_schema', schema } } }));
+    const message = await jsonOf<WireMessage>(response);
+    expect(JSON.parse(message.content[0]!.text)).toEqual({ answer: 'hi', confident: false, score: 0 });
   });
 });

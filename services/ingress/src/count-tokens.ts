@@ -68,6 +68,7 @@ export async function handleCountTokens(
         pools: authorized.value.pools,
         bodyJson: authorized.value.bodyJson ?? raw.value,
         headers: request.protocolHeaders,
+        query: request.query,
       },
       { ...callScope(request), signal: request.signal, timeoutMs: deps.countTokensTimeoutMs },
     );

@@ -72,6 +72,25 @@ function rawErrorResponse(error: GatewayError, requestId: string): string {
 }
 
 /**
+ * What an HTTP/2 client that opened with the connection preface (prior knowledge, no upgrade) reads as "use
+ * HTTP/1.1": the server's connection preface (an empty SETTINGS frame), then GOAWAY with the error code
+ * HTTP_1_1_REQUIRED and a reason. The public port speaks HTTP/1.1 only; such a client can retry with it.
+ */
+export function http2RefusalFrames(): Buffer {
+  const reason = Buffer.from('This endpoint speaks HTTP/1.1; retry with HTTP/1.1.', 'ascii');
+  const frame = (type: number, payload: Buffer) => {
+    const header = Buffer.alloc(9);
+    header.writeUIntBE(payload.length, 0, 3);
+    header.writeUInt8(type, 3);
+    return Buffer.concat([header, payload]);
+  };
+  const goAway = Buffer.alloc(8);
+  goAway.writeUInt32BE(0, 0); // last stream id: none was processed
+  goAway.writeUInt32BE(0xd, 4); // HTTP_1_1_REQUIRED
+  return Buffer.concat([frame(0x4, Buffer.alloc(0)), frame(0x7, Buffer.concat([goAway, reason]))]);
+}
+
+/**
  * Node answers a request it cannot parse (or that arrives too slowly) with a bare status and no body. Here
  * it gets the error envelope with a request id, wherever an answer cannot be mistaken for another: not
  * inside a response already under way (after it, when the bad request was pipelined behind a good one), not
@@ -87,6 +106,10 @@ function answerUnreadableRequests(server: Server, bounds: ReceiveBounds): void {
     // The parser stays failed and reports every later piece of data again.
     if (answered.has(socket)) return;
     answered.add(socket);
+    if (error.code === 'HPE_PAUSED_H2_UPGRADE' && socket.writable) {
+      socket.end(http2RefusalFrames(), () => socket.destroy());
+      return;
+    }
     const exchange = exchanges.get(socket);
     const receiving = exchange !== undefined && !exchange.request.complete ? exchange : undefined;
     const refusal = refusalOf(error, receiving !== undefined, bounds);

@@ -125,6 +125,7 @@ function responseSink(response: Response, pingIntervalMs: number, headerPrefix: 
       response.end();
     },
     setPrivacyFlags: (header) => response.set('x-privacy-flags', header),
+    setDroppedBetas: (names) => response.set('x-gateway-dropped-betas', names.join(',')),
   };
 }
 
@@ -185,6 +186,12 @@ function internalError(logger: Logger) {
   };
 }
 
+/** The query string of a request target, without its `?`; its length is bounded by the request head's. */
+function queryOf(target: string): string {
+  const start = target.indexOf('?');
+  return start < 0 ? '' : target.slice(start + 1);
+}
+
 /** Builds the CallerRequest of an HTTP request: id, key, source address, body reader, protocol headers. */
 function callerRequest(request: Request, response: Response, options: PublicAppOptions): CallerRequest {
   const disconnected = new AbortController();
@@ -225,6 +232,7 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
     contentType: request.headers['content-type'],
     discardBody: () => discardBeforeClosing(request, response, options),
     protocolHeaders,
+    query: queryOf(request.originalUrl),
     signal: disconnected.signal,
   };
 }
@@ -331,6 +339,11 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
   app.use('/v1/models', (error: unknown, _request: Request, response: Response, next: NextFunction) => {
     if (!(error instanceof URIError)) return next(error);
     sendError(response, gatewayError('invalid_request_error', 'The path is not valid percent-encoded UTF-8.'));
+  });
+
+  // The base URL itself: clients check it is reachable (HEAD / before their first call) before they use it.
+  app.get('/', (_request, response) => {
+    response.json({ service: 'inference-gateway', api: '/v1' });
   });
 
   // An unknown endpoint is 404 for anyone; a verified key also learns where it stands in its window.

@@ -10,59 +10,25 @@ export const maxJsonDepth = 128;
  */
 export const maxJsonContainers = 1_000_000;
 
-const contentBlock = z.looseObject({ type: z.string({ error: 'expected a content block with a string "type"' }) });
-const textBlock = z.looseObject({
-  type: z.literal('text', { error: 'expected a text block' }),
-  text: z.string({ error: 'expected a string' }),
-});
-
-const message = z.looseObject({
-  role: z.enum(['user', 'assistant'], { error: 'expected "user" or "assistant"' }),
-  content: z.union([z.string(), z.array(contentBlock)], { error: 'expected a string or an array of content blocks' }),
-});
-
-const unitInterval = (name: string) =>
-  z
-    .number({ error: `expected a number between 0 and 1` })
-    .min(0, `expected a number between 0 and 1`)
-    .max(1, `expected a number between 0 and 1`)
-    .describe(name);
-
-const toolChoice = z.discriminatedUnion(
-  'type',
-  [
-    z.looseObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
-    z.looseObject({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }),
-    z.looseObject({
-      type: z.literal('tool'),
-      name: z.string({ error: 'expected the tool name' }).min(1, 'expected the tool name'),
-      disable_parallel_tool_use: z.boolean().optional(),
-    }),
-    z.looseObject({ type: z.literal('none') }),
-  ],
-  { error: 'expected an object whose "type" is "auto", "any", "tool" or "none"' },
-);
-
-const thinking = z.discriminatedUnion(
-  'type',
-  [
-    z.looseObject({
-      type: z.literal('enabled'),
-      budget_tokens: z
-        .number({ error: 'expected an integer of at least 1024' })
-        .int('expected an integer of at least 1024')
-        .min(1024, 'expected an integer of at least 1024'),
-    }),
-    z.looseObject({ type: z.literal('disabled') }),
-    z.looseObject({ type: z.literal('adaptive') }),
-  ],
-  { error: 'expected an object whose "type" is "enabled", "disabled" or "adaptive"' },
+/**
+ * What the gateway reads of a message: its role (a string, whichever the upstream accepts) and its content (text,
+ * or a list the privacy modes walk). Block types, roles and every other field are the upstream's to judge.
+ */
+const message = z.looseObject(
+  {
+    role: z.string({ error: 'expected a string' }),
+    content: z.union([z.string(), z.array(z.unknown())], { error: 'expected a string or an array of content blocks' }),
+  },
+  { error: 'expected an object with "role" and "content"' },
 );
 
 /** Longest model alias taken, as the admin API's model ids: the alias travels to policy, the router and the logs. */
 export const maxModelChars = 256;
 
-/** Fields shared by Messages and count_tokens, type-checked; unknown fields pass through untouched. */
+/**
+ * The fields the gateway acts on, type-checked: `model` (policy, routing, billing) and `messages` (privacy
+ * modes, the stub, input estimates). Every other field passes through to the upstream untouched, which judges it.
+ */
 const commonFields = {
   model: z
     .string({ error: 'expected a model alias (string)' })
@@ -73,38 +39,14 @@ const commonFields = {
         return `expected at most ${maxModelChars} characters, got ${given.length}: ${quoted(given)}`;
       },
     }),
-  messages: z.array(message, { error: 'expected an array of messages' }).min(1, 'expected at least one message'),
-  system: z
-    .union([z.string(), z.array(textBlock)], { error: 'expected a string or an array of text blocks' })
-    .optional(),
-  tools: z.array(z.looseObject({}), { error: 'expected an array of tool definitions' }).optional(),
-  tool_choice: toolChoice.optional(),
-  thinking: thinking.optional(),
+  messages: z.array(message, { error: 'expected an array of messages' }),
 };
 
+/** Messages also needs `max_tokens` (the stub's length, the allowance's estimate) and `stream` (the answer's form). */
 const messagesBody = z.looseObject({
   ...commonFields,
-  max_tokens: z
-    .number({ error: 'expected a positive integer' })
-    .int('expected a positive integer')
-    .positive('expected a positive integer'),
+  max_tokens: z.number({ error: 'expected an integer' }).int('expected an integer'),
   stream: z.boolean({ error: 'expected a boolean' }).optional(),
-  temperature: unitInterval('temperature').optional(),
-  top_p: unitInterval('top_p').optional(),
-  top_k: z
-    .number({ error: 'expected a non-negative integer' })
-    .int('expected a non-negative integer')
-    .nonnegative('expected a non-negative integer')
-    .optional(),
-  stop_sequences: z.array(z.string(), { error: 'expected an array of strings' }).optional(),
-  metadata: z
-    .looseObject(
-      { user_id: z.string({ error: 'expected a string or null' }).nullable().optional() },
-      {
-        error: 'expected an object',
-      },
-    )
-    .optional(),
 });
 
 const countTokensBody = z.looseObject(commonFields);

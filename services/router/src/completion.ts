@@ -42,6 +42,8 @@ export interface CompletionRequest {
   stream: boolean;
   /** Request headers the upstream protocol cares about, names in lower case. */
   headers: Record<string, string>;
+  /** The caller's query string without its `?`, empty when none. */
+  query: string;
 }
 
 /**
@@ -49,7 +51,7 @@ export interface CompletionRequest {
  * `message` (not streamed), then one `finished`. A failure is a GatewayError value and ends it.
  */
 export type CompletionEvent =
-  | { kind: 'started'; poolId: string; region: string }
+  | { kind: 'started'; poolId: string; region: string; droppedBetas?: string[] }
   | { kind: 'sse'; event: string; data: Uint8Array }
   | { kind: 'message'; json: Uint8Array }
   | { kind: 'finished'; usage: TokenUsage };

@@ -3,6 +3,7 @@ import type { CompletionRequest, CompletionStream } from './completion';
 import { parseJsonObject } from './completion';
 import { sendWithFailover } from './failover';
 import type { FailoverDeps } from './failover';
+import { reportableBetas } from './adapters/betas';
 import type { UpstreamBody } from './upstream-http';
 
 export type LiveCompletionDeps = FailoverDeps;
@@ -31,13 +32,16 @@ export async function* completeLive(
         adapter.buildRequest({
           ...target,
           body,
+          bodyBytes: request.body,
           stream: request.stream,
           headers: request.headers,
+          query: request.query,
           requestId: request.requestId,
         }),
       accepts: (contentType) => adapter.acceptsContentType(contentType, request.stream),
       relay: (upstreamBody: UpstreamBody) =>
         adapter.relay(upstreamBody, { stream: request.stream, model: request.model, body }),
+      droppedBetas: adapter.droppedBetas?.(request.headers) ?? [],
     }),
   });
   switch (outcome.kind) {
@@ -52,7 +56,13 @@ export async function* completeLive(
       return;
     case 'answered':
       try {
-        yield ok({ kind: 'started', poolId: outcome.pool.id, region: outcome.pool.region });
+        const { droppedBetas } = outcome.call;
+        const started = { kind: 'started', poolId: outcome.pool.id, region: outcome.pool.region } as const;
+        if (droppedBetas.length === 0) yield ok(started);
+        else {
+          deps.metrics.betasDropped(outcome.pool.id, droppedBetas);
+          yield ok({ ...started, droppedBetas: reportableBetas(droppedBetas) });
+        }
         yield* outcome.call.relay(outcome.response.body);
       } finally {
         // However the relay ended (also when the caller stopped reading before it began): free the

@@ -25,6 +25,7 @@ interface RoutedCall {
   pools: { poolId: string; upstreamModel: string }[];
   bodyJson: Uint8Array;
   headers: Record<string, string>;
+  query: string;
 }
 
 /** The domain's view of a call; a call without a key environment is a caller's bug. */
@@ -43,6 +44,7 @@ function decodeRoutedCall(request: RoutedCall, context: CallContext): Result<Cou
     candidates: request.pools.map((pool) => ({ poolId: pool.poolId, upstreamModel: pool.upstreamModel })),
     body: request.bodyJson,
     headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), value])),
+    query: request.query,
   });
 }
 
@@ -73,7 +75,12 @@ export function encodeTokenCount(count: TokenCount): CountTokensResponseInit {
 export function encodeCompletionEvent(event: CompletionEvent): CompleteResponseInit {
   switch (event.kind) {
     case 'started':
-      return { event: { case: 'started', value: { poolId: event.poolId, region: event.region } } };
+      return {
+        event: {
+          case: 'started',
+          value: { poolId: event.poolId, region: event.region, droppedBetas: event.droppedBetas ?? [] },
+        },
+      };
     case 'sse':
       return { event: { case: 'sse', value: { event: event.event, data: event.data } } };
     case 'message':

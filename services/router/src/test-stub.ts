@@ -131,14 +131,15 @@ function stubValue(schema: unknown, word: string): unknown {
 }
 
 /**
- * The call `gw-test:tool-use` answers with: the first tool of the request (its name, and one value
- * per property of its `input_schema`), or `get_weather` with `{"location":"London"}` when the
- * request has no tools. Deterministic: string values are words of the stub's list chosen by the
+ * The call `gw-test:tool-use` answers with: the tool named (`gw-test:tool-use:<name>`, or by a forced
+ * `tool_choice`) or else the first tool of the request (its name, and one value per property of its
+ * `input_schema`), or `get_weather` with `{"location":"London"}` when the request has no tools. Deterministic: string values are words of the stub's list chosen by the
  * request's hash.
  */
-export function stubToolCall(body: JsonObject): { name: string; input: JsonObject } {
+export function stubToolCall(body: JsonObject, named?: string): { name: string; input: JsonObject } {
   const tools: unknown[] = Array.isArray(body.tools) ? body.tools : [];
-  const tool = tools.find((candidate) => isJsonObject(candidate) && typeof candidate.name === 'string');
+  const offered = tools.filter((candidate) => isJsonObject(candidate) && typeof candidate.name === 'string');
+  const tool = offered.find((candidate) => isJsonObject(candidate) && candidate.name === named) ?? offered[0];
   if (!isJsonObject(tool) || typeof tool.name !== 'string') {
     return { name: defaultStubToolName, input: defaultStubToolInput };
   }
@@ -166,7 +167,7 @@ type MagicText =
   | { kind: 'none' }
   | { kind: 'error'; error: GatewayError }
   | { kind: 'stream-error' }
-  | { kind: 'tool-use' }
+  | { kind: 'tool-use'; tool?: string }
   | { kind: 'slow' };
 
 /** Retryable errors carry a wait, as the real ones do. */
@@ -189,7 +190,8 @@ export function magicText(text: string): MagicText {
     };
   }
   if (text.includes('gw-test:stream-error')) return { kind: 'stream-error' };
-  if (text.includes('gw-test:tool-use')) return { kind: 'tool-use' };
+  const toolUse = /gw-test:tool-use(?::([A-Za-z0-9_-]{1,64}))?/.exec(text);
+  if (toolUse) return { kind: 'tool-use', tool: toolUse[1] };
   if (text.includes('gw-test:slow')) return { kind: 'slow' };
   return { kind: 'none' };
 }
@@ -212,14 +214,53 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   }
 }
 
+/**
+ * The tool a `tool_choice` forces, as the upstream honours it: `tool` names one, `any` takes the first
+ * tool; undefined for `auto`, `none` or none given.
+ */
+function forcedToolOf(body: JsonObject): { name?: string } | undefined {
+  const choice = body.tool_choice;
+  if (!isJsonObject(choice)) return undefined;
+  if (choice.type === 'tool' && typeof choice.name === 'string') return { name: choice.name };
+  return choice.type === 'any' ? {} : undefined;
+}
+
+/** Whether the request turns extended thinking on (`enabled` with a budget, or `adaptive`). */
+function thinkingRequested(body: JsonObject): boolean {
+  return isJsonObject(body.thinking) && (body.thinking.type === 'enabled' || body.thinking.type === 'adaptive');
+}
+
+/** The stub's thinking when asked for: a few words of the request's hash, one output token each. */
+export function stubThinking(body: JsonObject): string[] {
+  return stubChunks({ ...body, thinking: 'stub' }).slice(0, 6);
+}
+
+/**
+ * A thinking block's signature: opaque, as the upstream's, and stable for its text, so that a client
+ * sending the block back in its next turn sends what it got.
+ */
+export function stubThinkingSignature(thinking: string): string {
+  return createHash('sha256').update(`test-stub-thinking:${thinking}`).digest('base64');
+}
+
 /** Everything the stub's answer depends on, read from the request body once (large bodies on a thread). */
 export type StubPlan =
   | { kind: 'refused'; error: GatewayError }
-  | { kind: 'tool-use'; model: string; inputTokens: number; name: string; input: JsonObject }
+  | {
+      kind: 'tool-use';
+      model: string;
+      inputTokens: number;
+      /** With thinking on: its chunks, before the call. */
+      thinking: string[];
+      name: string;
+      input: JsonObject;
+    }
   | {
       kind: 'text';
       model: string;
       inputTokens: number;
+      /** With thinking on: its chunks, before the text. */
+      thinking: string[];
       /** The output tokens, `max_tokens` applied. */
       chunks: string[];
       stopReason: 'max_tokens' | 'end_turn';
@@ -236,12 +277,17 @@ export function planStubAnswer(bodyJson: Uint8Array, requestModel: string): Stub
   if (magic.kind === 'error') return { kind: 'refused', error: magic.error };
   const model = typeof body.model === 'string' ? body.model : requestModel;
   const inputTokens = estimateInputTokens(body);
-  if (magic.kind === 'tool-use') return { kind: 'tool-use', model, inputTokens, ...stubToolCall(body) };
+  const thinking = thinkingRequested(body) ? stubThinking(body) : [];
+  const forced = forcedToolOf(body);
+  if (magic.kind === 'tool-use' || forced !== undefined) {
+    const named = magic.kind === 'tool-use' ? magic.tool : forced?.name;
+    return { kind: 'tool-use', model, inputTokens, thinking, ...stubToolCall(body, named) };
+  }
   const allChunks = stubChunks(body);
   const maxTokens = typeof body.max_tokens === 'number' ? Math.max(0, body.max_tokens) : allChunks.length;
   const chunks = allChunks.slice(0, maxTokens);
   const stopReason = chunks.length < allChunks.length ? 'max_tokens' : 'end_turn';
-  return { kind: 'text', model, inputTokens, chunks, stopReason, magic: magic.kind };
+  return { kind: 'text', model, inputTokens, thinking, chunks, stopReason, magic: magic.kind };
 }
 
 export function completeWithTestStub(
@@ -267,10 +313,11 @@ export async function* answerWithTestStub(
     yield* toolUseAnswer(request, plan);
     return;
   }
-  const { chunks, stopReason, model, magic } = plan;
+  const { chunks, stopReason, model, magic, thinking } = plan;
+  const textIndex = thinking.length > 0 ? 1 : 0;
   const usage: TokenUsage = {
     inputTokens: plan.inputTokens,
-    outputTokens: chunks.length,
+    outputTokens: thinking.length + chunks.length,
     cacheReadInputTokens: 0,
     cacheCreationInputTokens: 0,
   };
@@ -294,10 +341,10 @@ export async function* answerWithTestStub(
       type: 'message',
       role: 'assistant',
       model,
-      content: [{ type: 'text', text: chunks.join('') }],
+      content: [...thinkingContent(thinking), { type: 'text', text: chunks.join('') }],
       stop_reason: stopReason,
       stop_sequence: null,
-      usage: wireUsage(chunks.length),
+      usage: wireUsage(usage.outputTokens),
     };
     yield ok({ kind: 'message', json: json(message) });
     yield ok({ kind: 'finished', usage });
@@ -316,32 +363,56 @@ export async function* answerWithTestStub(
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: wireUsage(Math.min(1, chunks.length)),
+        usage: wireUsage(Math.min(1, usage.outputTokens)),
       },
     }),
   );
-  yield ok(sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+  for (const event of thinkingEvents(thinking)) yield ok(event);
+  yield ok(sse({ type: 'content_block_start', index: textIndex, content_block: { type: 'text', text: '' } }));
   yield ok(sse({ type: 'ping' }));
   const paceMs = magic === 'slow' ? options.slowDurationMs / Math.max(1, chunks.length) : 0;
   for (const [index, text] of chunks.entries()) {
     if (magic === 'stream-error' && index === deltasBeforeStreamError) break;
     if (paceMs > 0 && !(await pause(paceMs, signal))) return;
-    yield ok(sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+    yield ok(sse({ type: 'content_block_delta', index: textIndex, delta: { type: 'text_delta', text } }));
   }
   if (magic === 'stream-error') {
     yield err(simulatedStreamError());
     return;
   }
-  yield ok(sse({ type: 'content_block_stop', index: 0 }));
+  yield ok(sse({ type: 'content_block_stop', index: textIndex }));
   yield ok(
     sse({
       type: 'message_delta',
       delta: { stop_reason: stopReason, stop_sequence: null },
-      usage: { output_tokens: chunks.length },
+      usage: { output_tokens: usage.outputTokens },
     }),
   );
   yield ok(sse({ type: 'message_stop' }));
   yield ok({ kind: 'finished', usage });
+}
+
+/** The thinking block of a whole answer, when thinking is on. */
+function thinkingContent(thinking: string[]): JsonObject[] {
+  if (thinking.length === 0) return [];
+  const text = thinking.join('');
+  return [{ type: 'thinking', thinking: text, signature: stubThinkingSignature(text) }];
+}
+
+/** The thinking block streamed as the upstream streams it, at index 0: its text, then its signature. */
+function* thinkingEvents(thinking: string[]): Generator<CompletionEvent> {
+  if (thinking.length === 0) return;
+  const signature = stubThinkingSignature(thinking.join(''));
+  yield sse({
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'thinking', thinking: '', signature: '' },
+  });
+  for (const chunk of thinking) {
+    yield sse({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: chunk } });
+  }
+  yield sse({ type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature } });
+  yield sse({ type: 'content_block_stop', index: 0 });
 }
 
 function simulatedStreamError(): GatewayError {
@@ -358,12 +429,13 @@ function simulatedStreamError(): GatewayError {
  */
 async function* toolUseAnswer(
   request: CompletionRequest,
-  { name, input, model, inputTokens }: Extract<StubPlan, { kind: 'tool-use' }>,
+  { name, input, model, inputTokens, thinking }: Extract<StubPlan, { kind: 'tool-use' }>,
 ): CompletionStream {
   const pieces = inputJsonPieces(input);
+  const toolIndex = thinking.length > 0 ? 1 : 0;
   const usage: TokenUsage = {
     inputTokens,
-    outputTokens: pieces.length,
+    outputTokens: thinking.length + pieces.length,
     cacheReadInputTokens: 0,
     cacheCreationInputTokens: 0,
   };
@@ -383,10 +455,10 @@ async function* toolUseAnswer(
       type: 'message',
       role: 'assistant',
       model,
-      content: [{ ...toolUse, input }],
+      content: [...thinkingContent(thinking), { ...toolUse, input }],
       stop_reason: 'tool_use',
       stop_sequence: null,
-      usage: wireUsage(pieces.length),
+      usage: wireUsage(usage.outputTokens),
     };
     yield ok({ kind: 'message', json: json(message) });
     yield ok({ kind: 'finished', usage });
@@ -407,19 +479,24 @@ async function* toolUseAnswer(
       },
     }),
   );
-  yield ok(sse({ type: 'content_block_start', index: 0, content_block: { ...toolUse, input: {} } }));
+  for (const event of thinkingEvents(thinking)) yield ok(event);
+  yield ok(sse({ type: 'content_block_start', index: toolIndex, content_block: { ...toolUse, input: {} } }));
   yield ok(sse({ type: 'ping' }));
   for (const partial of pieces) {
     yield ok(
-      sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: partial } }),
+      sse({
+        type: 'content_block_delta',
+        index: toolIndex,
+        delta: { type: 'input_json_delta', partial_json: partial },
+      }),
     );
   }
-  yield ok(sse({ type: 'content_block_stop', index: 0 }));
+  yield ok(sse({ type: 'content_block_stop', index: toolIndex }));
   yield ok(
     sse({
       type: 'message_delta',
       delta: { stop_reason: 'tool_use', stop_sequence: null },
-      usage: { output_tokens: pieces.length },
+      usage: { output_tokens: usage.outputTokens },
     }),
   );
   yield ok(sse({ type: 'message_stop' }));

@@ -20,7 +20,8 @@ export interface UpstreamTimeouts {
 export interface UpstreamHttpRequest {
   url: string;
   headers: Record<string, string>;
-  body: string;
+  /** Text, or the bytes of a body passed on as the caller sent it. */
+  body: string | Uint8Array;
 }
 
 /** Why no (more) bytes came from the upstream. */

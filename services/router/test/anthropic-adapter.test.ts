@@ -18,18 +18,21 @@ import { noUsage } from '../src/completion';
 import type { TransportFailure, UpstreamBody } from '../src/upstream-http';
 
 function call(extra: Partial<AdapterCall> = {}): AdapterCall {
+  const body = extra.body ?? {
+    model: 'claude-sonnet-5',
+    max_tokens: 64,
+    system: 'Be brief.',
+    temperature: 0.2,
+    messages: [{ role: 'user', content: 'Hi' }],
+  };
   return {
     endpointUrl: 'https://upstream.example/prefix',
     upstreamModel: 'claude-sonnet-5-20250929',
-    body: {
-      model: 'claude-sonnet-5',
-      max_tokens: 64,
-      system: 'Be brief.',
-      temperature: 0.2,
-      messages: [{ role: 'user', content: 'Hi' }],
-    },
+    body,
+    bodyBytes: Buffer.from(JSON.stringify(body)),
     stream: false,
     headers: {},
+    query: '',
     credential: undefined,
     requestId: 'req_abc',
     ...extra,
@@ -40,7 +43,7 @@ describe('toUpstreamRequest', () => {
   it('posts to the endpoint with the pool model and every other field untouched', () => {
     const request = toUpstreamRequest(anthropicAdapterConfig, call());
     expect(request.url).toBe('https://upstream.example/prefix/v1/messages');
-    expect(JSON.parse(request.body)).toEqual({
+    expect(JSON.parse(String(request.body))).toEqual({
       model: 'claude-sonnet-5-20250929',
       max_tokens: 64,
       system: 'Be brief.',
@@ -79,10 +82,9 @@ describe('toUpstreamRequest', () => {
 
   it('makes the stream field follow the call', () => {
     const streamed = toUpstreamRequest(anthropicAdapterConfig, call({ stream: true }));
-    expect(JSON.parse(streamed.body).stream).toBe(true);
-    const contradicting = call({ stream: false });
-    contradicting.body.stream = true;
-    expect(JSON.parse(toUpstreamRequest(anthropicAdapterConfig, contradicting).body).stream).toBe(false);
+    expect(JSON.parse(String(streamed.body)).stream).toBe(true);
+    const contradicting = call({ stream: false, body: { ...call().body, stream: true } });
+    expect(JSON.parse(String(toUpstreamRequest(anthropicAdapterConfig, contradicting).body)).stream).toBe(false);
   });
 });
 
@@ -103,12 +105,12 @@ describe('toCountTokensRequest', () => {
   it('posts to count_tokens under the endpoint, with the pool model and every other field untouched', () => {
     const request = toCountTokensRequest(anthropicAdapterConfig, countCall());
     expect(request.url).toBe('https://upstream.example/prefix/v1/messages/count_tokens');
-    expect(JSON.parse(request.body)).toEqual({ ...countBody, model: 'claude-sonnet-5-20250929' });
+    expect(JSON.parse(String(request.body))).toEqual({ ...countBody, model: 'claude-sonnet-5-20250929' });
   });
 
   it('adds no stream field and leaves the caller body alone', () => {
     const request = toCountTokensRequest(anthropicAdapterConfig, countCall());
-    expect('stream' in JSON.parse(request.body)).toBe(false);
+    expect('stream' in JSON.parse(String(request.body))).toBe(false);
     expect(countBody.model).toBe('claude-sonnet-5');
   });
 

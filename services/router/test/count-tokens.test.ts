@@ -80,6 +80,7 @@ function request(
     candidates: candidates.map(([poolId, upstreamModel]) => ({ poolId, upstreamModel })),
     body: Buffer.from(JSON.stringify(json)),
     headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'token-counting-2024-11-01' },
+    query: '',
     ...extra,
   };
 }
@@ -101,7 +102,7 @@ describe('countTokensLive', () => {
     const counted = await countTokensLive(request(bothEu), signal(), deps(upstream.http));
     expect(counted).toEqual(ok({ inputTokens: 42, estimated: false, poolId: 'eu-a', region: 'eu-west' }));
     expect(upstream.sent.map((sent) => sent.url)).toEqual(['http://a1.test/v1/messages/count_tokens']);
-    expect(JSON.parse(upstream.sent[0]!.body)).toEqual({ ...body, model: 'm-a' });
+    expect(JSON.parse(String(upstream.sent[0]!.body))).toEqual({ ...body, model: 'm-a' });
     expect(upstream.sent[0]!.headers).toMatchObject({
       'anthropic-version': '2023-06-01',
       'anthropic-beta': 'token-counting-2024-11-01',
@@ -116,7 +117,7 @@ describe('countTokensLive', () => {
     expect(upstream.hosts()).toEqual(['a1.test', 'a2.test', 'b1.test']);
     expect(counted).toEqual(ok({ inputTokens: 7, estimated: false, poolId: 'eu-b', region: 'eu-north' }));
     expect(upstream.sent[2]!.headers['x-api-key']).toBe('sk-b');
-    expect(JSON.parse(upstream.sent[2]!.body).model).toBe('m-b');
+    expect(JSON.parse(String(upstream.sent[2]!.body)).model).toBe('m-b');
   });
 
   it('treats a 200 that is not JSON as a failed endpoint', async () => {

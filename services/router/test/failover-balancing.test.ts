@@ -71,6 +71,7 @@ function request(candidates: string[], residency: 'eu' | 'uk' = 'eu'): Completio
     body: Buffer.from(JSON.stringify({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] })),
     stream: false,
     headers: {},
+    query: '',
   };
 }
 

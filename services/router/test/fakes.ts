@@ -61,6 +61,7 @@ export function recordingLogger() {
 
 export const noMetrics: RouterMetrics = {
   upstreamAttempt: () => undefined,
+  betasDropped: () => undefined,
   movedOn: () => undefined,
   completion: () => undefined,
 };

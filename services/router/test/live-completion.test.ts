@@ -59,6 +59,7 @@ function request(candidates: [string, string][], residency: 'eu' | 'uk' = 'eu'):
     body: Buffer.from(JSON.stringify({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] })),
     stream: false,
     headers: {},
+    query: '',
   };
 }
 
@@ -84,7 +85,7 @@ describe('live completion', () => {
     expect(upstream.hosts()).toEqual(['a1.test']);
     expect(items.map((item) => item.ok && item.value.kind)).toEqual(['started', 'message', 'finished']);
     expect(items[0]).toEqual(ok({ kind: 'started', poolId: 'eu-a', region: 'eu-west' }));
-    expect(JSON.parse(upstream.sent[0]!.body).model).toBe('m-a');
+    expect(JSON.parse(String(upstream.sent[0]!.body)).model).toBe('m-a');
   });
 
   it('moves on through endpoints and pools in order on connect errors, 5xx, 429 and 529', async () => {
@@ -93,7 +94,7 @@ describe('live completion', () => {
     expect(upstream.hosts()).toEqual(['a1.test', 'a2.test', 'b1.test']);
     expect(items[0]).toEqual(ok({ kind: 'started', poolId: 'eu-b', region: 'eu-north' }));
     expect(upstream.sent[2]!.headers['x-api-key']).toBe('sk-b');
-    expect(JSON.parse(upstream.sent[2]!.body).model).toBe('m-b');
+    expect(JSON.parse(String(upstream.sent[2]!.body)).model).toBe('m-b');
   });
 
   it('never uses a pool the request did not name, nor one outside the key residency', async () => {

@@ -21,12 +21,15 @@ import type { CompletionEvent, JsonObject } from '../src/completion';
 import type { TransportFailure, UpstreamBody } from '../src/upstream-http';
 
 function call(body: JsonObject, extra: Partial<AdapterCall> = {}): AdapterCall {
+  const full = { model: 'llama-4-maverick', max_tokens: 64, ...body };
   return {
     endpointUrl: 'https://vllm.example/prefix',
     upstreamModel: 'meta-llama/Llama-4-Maverick',
-    body: { model: 'llama-4-maverick', max_tokens: 64, ...body },
+    body: full,
+    bodyBytes: Buffer.from(JSON.stringify(full)),
     stream: false,
     headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'b1' },
+    query: '',
     credential: 'sk-upstream',
     requestId: 'req_abc',
     ...extra,
@@ -336,7 +339,7 @@ describe('the upstream request', () => {
       'x-request-id': 'req_abc',
       authorization: 'Bearer sk-upstream',
     });
-    expect(JSON.parse(built.body)).toEqual({
+    expect(JSON.parse(String(built.body))).toEqual({
       model: 'meta-llama/Llama-4-Maverick',
       messages: [{ role: 'user', content: 'Hi' }],
       max_tokens: 64,
@@ -378,7 +381,7 @@ describe('the upstream request', () => {
       ),
     );
     expect(built.headers.authorization).toBeUndefined();
-    expect(JSON.parse(built.body).messages).toEqual([
+    expect(JSON.parse(String(built.body)).messages).toEqual([
       {
         role: 'user',
         content: [

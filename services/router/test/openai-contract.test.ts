@@ -39,12 +39,15 @@ async function send(request: UpstreamHttpRequest): Promise<Response> {
 }
 
 function callOf(body: JsonObject, stream: boolean): AdapterCall {
+  const full = { model: 'llama-4-maverick', max_tokens: 256, ...body, ...(stream ? { stream: true } : {}) };
   return {
     endpointUrl: sim.url,
     upstreamModel: 'meta-llama/Llama-4-Maverick',
-    body: { model: 'llama-4-maverick', max_tokens: 256, ...body, ...(stream ? { stream: true } : {}) },
+    body: full,
+    bodyBytes: Buffer.from(JSON.stringify(full)),
     stream,
     headers: {},
+    query: '',
     credential: upstreamKey,
     requestId: 'req_contract',
   };

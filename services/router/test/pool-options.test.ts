@@ -46,8 +46,10 @@ describe('per-pool protocol options from the YAML', () => {
       endpointUrl: 'http://127.0.0.1:2',
       upstreamModel: 'm',
       body: withImage,
+      bodyBytes: Buffer.from(JSON.stringify(withImage)),
       stream: false,
       headers: {},
+      query: '',
       credential: 'secret',
       requestId: 'req_1',
     });

@@ -195,6 +195,7 @@ async function run(subject: Scenario) {
     })),
     body: Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] })),
     headers: {},
+    query: '',
   };
   const signal = new AbortController().signal;
   const calls: { answeredBy: string | undefined; errorType: string | undefined }[] = [];

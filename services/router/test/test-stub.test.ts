@@ -25,6 +25,7 @@ function stubRequest(text: string, extra: Record<string, unknown> = {}, requestI
     body: Buffer.from(JSON.stringify(body)),
     stream: extra.stream === true,
     headers: {},
+    query: '',
   };
 }
 
@@ -279,6 +280,66 @@ describe('test-key stub', () => {
 /** The thread as tsc builds it (`pnpm exec tsc -b`): worker threads load JavaScript. */
 const builtPlanThread = join(__dirname, '../dist/stub-plan-thread.js');
 const padding = ' and more words'.repeat(5_000);
+
+describe('test-key stub: what agent clients send', () => {
+  const tools = [
+    { name: 'Read', input_schema: { type: 'object', properties: { file_path: { type: 'string' } } } },
+    { name: 'Glob', input_schema: { type: 'object', properties: { pattern: { type: 'string' } } } },
+  ];
+
+  it('streams a signed thinking block before the text when thinking is asked for, and counts it', async () => {
+    const items = await collect(
+      stubRequest('hi', { stream: true, thinking: { type: 'adaptive', display: 'omitted' } }),
+    );
+    const events = sseEvents(items);
+    const starts = events.filter((event) => event.event === 'content_block_start');
+    expect(starts.map((event) => [event.data.index, event.data.content_block.type])).toEqual([
+      [0, 'thinking'],
+      [1, 'text'],
+    ]);
+    const thinking = events
+      .filter((event) => event.data.delta?.type === 'thinking_delta')
+      .map((event) => event.data.delta.thinking as string);
+    const signature = events.find((event) => event.data.delta?.type === 'signature_delta')?.data.delta.signature;
+    expect(thinking.length).toBeGreaterThan(0);
+    expect(signature).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    const finished = items.at(-1);
+    expect(finished?.ok && finished.value.kind === 'finished' && finished.value.usage.outputTokens).toBe(
+      thinking.length + streamedText(items).split(' ').length,
+    );
+  });
+
+  it('puts the thinking block first in a whole answer too', async () => {
+    const message = messageOf(await collect(stubRequest('hi', { thinking: { type: 'enabled', budget_tokens: 1024 } })));
+    expect(message.content.map((block: { type: string }) => block.type)).toEqual(['thinking', 'text']);
+    expect(message.content[0].signature).toEqual(expect.any(String));
+  });
+
+  it('gw-test:tool-use:<name> calls the tool named, with input from its schema', () => {
+    const plan = planStubAnswer(stubRequest('gw-test:tool-use:Glob', { tools }).body, 'm');
+    expect(plan).toMatchObject({ kind: 'tool-use', name: 'Glob', input: { pattern: expect.any(String) } });
+  });
+
+  it.each([
+    [{ type: 'tool', name: 'Glob' }, 'Glob'],
+    [{ type: 'any' }, 'Read'],
+  ])('a forced tool_choice %j calls that tool without a magic text', (toolChoice, name) => {
+    const plan = planStubAnswer(stubRequest('plain', { tools, tool_choice: toolChoice }).body, 'm');
+    expect(plan).toMatchObject({ kind: 'tool-use', name });
+  });
+
+  it('takes a system message mid-conversation and answers the last user text', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: 'gw-test:tool-use' },
+        { role: 'system', content: 'gw-test:error:api_error' },
+      ],
+    };
+    expect(planStubAnswer(Buffer.from(JSON.stringify(body)), 'm')).toMatchObject({ kind: 'tool-use' });
+  });
+});
 
 describe('StubPlans', () => {
   let plans: StubPlans;

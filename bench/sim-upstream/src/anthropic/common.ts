@@ -14,19 +14,26 @@ export interface AnthropicSimOptions {
  * header is caught.
  */
 export const knownBetas: readonly string[] = [
+  'advanced-tool-use-2025-11-20',
+  'claude-code-20250219',
   'computer-use-2024-10-22',
   'computer-use-2025-01-24',
   'context-1m-2025-08-07',
   'context-management-2025-06-27',
+  'effort-2025-11-24',
   'extended-cache-ttl-2025-04-11',
   'files-api-2025-04-14',
   'fine-grained-tool-streaming-2025-05-14',
   'interleaved-thinking-2025-05-14',
   'message-batches-2024-09-24',
+  'mid-conversation-system-2026-04-07',
   'oauth-2025-04-20',
   'output-128k-2025-02-19',
   'pdfs-2024-09-25',
   'prompt-caching-2024-07-31',
+  'prompt-caching-scope-2026-01-05',
+  'structured-outputs-2025-11-13',
+  'thinking-token-count-2026-05-13',
   'token-counting-2024-11-01',
   'token-efficient-tools-2025-02-19',
 ];

@@ -40,11 +40,41 @@ interface Completion {
   stopReason: 'end_turn' | 'max_tokens' | 'tool_use';
 }
 
+/** A value of a JSON Schema holding the echo: its string fields carry the text, every other field a plain value. */
+function valueOfSchema(schema: unknown, text: string): unknown {
+  if (typeof schema !== 'object' || schema === null) return text;
+  const node = schema as Record<string, unknown>;
+  if (Array.isArray(node.enum) && node.enum.length > 0) return node.enum[0];
+  switch (node.type) {
+    case 'object': {
+      const properties = (node.properties ?? {}) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(properties).map(([name, field]) => [name, valueOfSchema(field, text)]));
+    }
+    case 'array':
+      return [];
+    case 'integer':
+    case 'number':
+      return 0;
+    case 'boolean':
+      return false;
+    case 'null':
+      return null;
+    default:
+      return text;
+  }
+}
+
 function planAnswer(request: MessagesRequest): Pick<Completion, 'chunks' | 'toolUse'> {
-  if (request.inputFromUser && request.firstTool !== undefined && toolCallPattern.test(request.lastUserText)) {
+  const asked = request.inputFromUser && request.firstTool !== undefined && toolCallPattern.test(request.lastUserText);
+  // A forced tool_choice is a call whatever the text says, as there.
+  const tool = request.forcedTool ?? (asked ? request.firstTool : undefined);
+  if (tool !== undefined) {
     // The input as the model would write it, in word-sized fragments of JSON.
     const chunks = echoChunks(`{"echo": ${JSON.stringify(request.lastUserText)}}`);
-    return { chunks, toolUse: { id: randomId('toolu_'), name: request.firstTool } };
+    return { chunks, toolUse: { id: randomId('toolu_'), name: tool } };
+  }
+  if (request.outputSchema !== undefined) {
+    return { chunks: echoChunks(JSON.stringify(valueOfSchema(request.outputSchema, request.lastUserText))) };
   }
   return { chunks: echoChunks(request.lastUserText) };
 }

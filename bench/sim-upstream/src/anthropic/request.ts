@@ -12,6 +12,10 @@ export interface MessagesRequest {
   inputFromUser: boolean;
   /** The name of the first tool offered, if any. */
   firstTool: string | undefined;
+  /** The tool `tool_choice` makes the model call (`tool` names it, `any` means the first), if any. */
+  forcedTool: string | undefined;
+  /** `output_config.format` of type `json_schema`: the answer is JSON of this schema. */
+  outputSchema: Record<string, unknown> | undefined;
   /** Whether the request turns extended thinking on (`thinking.type` `enabled` or `adaptive`). */
   thinking: boolean;
   inputTokens: number;
@@ -89,8 +93,9 @@ function checkMessages(body: Record<string, unknown>): Checked<string> {
   if (messages.length === 0) return { ok: false, message: 'messages: at least one message is required' };
   for (const [index, message] of messages.entries()) {
     if (!isRecord(message)) return { ok: false, message: `messages.${index}: Input should be a valid dictionary` };
-    if (message.role !== 'user' && message.role !== 'assistant') {
-      return { ok: false, message: `messages.${index}.role: Input should be 'user' or 'assistant'` };
+    // `system` mid-conversation is accepted as the real API accepts it (instructions at that point of the turn).
+    if (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system') {
+      return { ok: false, message: `messages.${index}.role: Input should be 'user', 'assistant' or 'system'` };
     }
     if (typeof message.content !== 'string' && !Array.isArray(message.content)) {
       return { ok: false, message: `messages.${index}.content: Input should be a valid string or list` };
@@ -140,6 +145,48 @@ function checkThinking(thinking: unknown, maxTokens: number): Checked<boolean> {
   }
 }
 
+/** `temperature` and `top_p`: a number from 0 to 1 when present, as the real API demands. */
+function checkUnitInterval(body: Record<string, unknown>, field: 'temperature' | 'top_p'): Checked<void> {
+  const value = body[field];
+  if (value === undefined) return { ok: true, value: undefined };
+  if (typeof value !== 'number') return { ok: false, message: `${field}: Input should be a valid number` };
+  if (value < 0 || value > 1) return { ok: false, message: `${field}: Input should be less than or equal to 1` };
+  return { ok: true, value: undefined };
+}
+
+/**
+ * `tool_choice`: `auto`, `none`, `any` (some tool, here the first) or `tool` with a name among the tools; the
+ * tool the answer must call, if any.
+ */
+function checkToolChoice(choice: unknown, tools: unknown): Checked<string | undefined> {
+  if (choice === undefined) return { ok: true, value: undefined };
+  if (!isRecord(choice)) return { ok: false, message: 'tool_choice: Input should be a valid dictionary' };
+  switch (choice.type) {
+    case 'auto':
+    case 'none':
+      return { ok: true, value: undefined };
+    case 'any':
+      return { ok: true, value: firstToolName(tools) };
+    case 'tool': {
+      const names = Array.isArray(tools) ? tools.filter(isRecord).map((tool) => tool.name) : [];
+      if (typeof choice.name !== 'string') return { ok: false, message: 'tool_choice.tool.name: Field required' };
+      if (!names.includes(choice.name)) {
+        return { ok: false, message: `Tool '${choice.name.slice(0, 64)}' not found in provided tools` };
+      }
+      return { ok: true, value: choice.name };
+    }
+    default:
+      return { ok: false, message: "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'" };
+  }
+}
+
+/** `output_config.format`: a `json_schema` format's schema. */
+function outputSchemaOf(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  const config = body.output_config;
+  const format = isRecord(config) ? config.format : undefined;
+  return isRecord(format) && format.type === 'json_schema' && isRecord(format.schema) ? format.schema : undefined;
+}
+
 /** Checks the fields the upstream requires, with messages in the upstream's style. */
 export function validateMessagesRequest(body: unknown): Checked<MessagesRequest> {
   if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.' };
@@ -157,6 +204,12 @@ export function validateMessagesRequest(body: unknown): Checked<MessagesRequest>
   if (!lastUserText.ok) return lastUserText;
   const thinking = checkThinking(body.thinking, body.max_tokens);
   if (!thinking.ok) return thinking;
+  for (const field of ['temperature', 'top_p'] as const) {
+    const checked = checkUnitInterval(body, field);
+    if (!checked.ok) return checked;
+  }
+  const forcedTool = checkToolChoice(body.tool_choice, body.tools);
+  if (!forcedTool.ok) return forcedTool;
   return {
     ok: true,
     value: {
@@ -167,6 +220,8 @@ export function validateMessagesRequest(body: unknown): Checked<MessagesRequest>
       lastUserText: lastUserText.value,
       inputFromUser: newestInput(body.messages as unknown[]).fromUser,
       firstTool: firstToolName(body.tools),
+      forcedTool: forcedTool.value,
+      outputSchema: outputSchemaOf(body),
       inputTokens: estimateInputTokens(body),
     },
   };

@@ -106,6 +106,7 @@ export async function relay(
         bodyJson: admission.body,
         stream: admission.streamed,
         headers: request.protocolHeaders,
+        query: request.query,
       },
       {
         ...callScope(request),
@@ -123,6 +124,7 @@ export async function relay(
       switch (event.case) {
         case 'started':
           state.started = { poolId: event.value.poolId, region: event.value.region };
+          if (event.value.droppedBetas.length > 0) sink.setDroppedBetas(event.value.droppedBetas);
           if (admission.streamed) {
             sink.startStream(state.started.region);
             state.streamOpened = true;

@@ -43,6 +43,8 @@ export interface CallerRequest extends RequestScope {
   discardBody(): void;
   /** Upstream protocol headers to pass on (anthropic-version, anthropic-beta). */
   protocolHeaders: Record<string, string>;
+  /** The query string without its `?` (`beta=true`), passed on like the protocol headers; empty when none. */
+  query: string;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
 }
@@ -60,6 +62,8 @@ export interface ResponseSink {
   endStream(): void;
   /** Privacy mode `flag`: the counts by entity type, sent as `x-privacy-flags`. */
   setPrivacyFlags(header: string): void;
+  /** `anthropic-beta` names the answering upstream went without, sent as `x-gateway-dropped-betas`. */
+  setDroppedBetas(names: readonly string[]): void;
 }
 
 export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;

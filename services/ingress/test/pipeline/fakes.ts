@@ -118,6 +118,7 @@ export class FakeSink implements ResponseSink {
     this.note('end');
   }
   setPrivacyFlags(): void {}
+  setDroppedBetas(): void {}
 }
 
 export interface Fakes {
@@ -263,6 +264,7 @@ export function callerRequest(
     bodyArrived: async () => false,
     discardBody: () => undefined,
     protocolHeaders: {},
+    query: '',
     signal: controller.signal,
     controller,
     ...overrides,

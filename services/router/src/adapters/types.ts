@@ -7,11 +7,15 @@ export interface AdapterCall {
   /** The endpoint's base URL, without a trailing slash. */
   endpointUrl: string;
   upstreamModel: string;
-  /** The caller's Messages request body. */
+  /** The caller's Messages request body, parsed: for adapters that translate it. */
   body: JsonObject;
+  /** The same body's bytes as they came (after the privacy mode): for adapters that pass it on. */
+  bodyBytes: Uint8Array;
   stream: boolean;
   /** The caller's headers the protocol cares about, names in lower case. */
   headers: Record<string, string>;
+  /** The caller's query string without its `?` (`beta=true`), empty when none. */
+  query: string;
   /** The pool's credential; undefined when the pool names none. */
   credential: string | undefined;
   requestId: string;
@@ -57,6 +61,12 @@ export interface UpstreamAdapter {
    * what can be carried.
    */
   checkRequest?(call: Pick<AdapterCall, 'body' | 'stream'>): Result<void>;
+  /**
+   * Optional, for adapters that translate: the caller's `anthropic-beta` names this upstream does not take and
+   * that the request goes without (never one that would change the answer: such a request is refused by
+   * `checkRequest`). Absent: the header is passed on for the upstream to judge.
+   */
+  droppedBetas?(headers: Record<string, string>): string[];
   buildRequest(call: AdapterCall): UpstreamHttpRequest;
   /** Whether a 200 with this content type is the kind of answer the call asked for. */
   acceptsContentType(contentType: string | undefined, stream: boolean): boolean;

@@ -3,6 +3,7 @@ import type { GatewayError, Result } from '@gw/errors';
 import { isJsonObject, noUsage } from '../../completion';
 import type { TokenUsage } from '../../completion';
 import { errorOfUpstreamEvent, malformedUpstreamMessage } from '../../upstream-errors';
+import { editTopLevel, topLevelValue } from '../../raw-json';
 import type { UpstreamHttpRequest } from '../../upstream-http';
 import type { AdapterCall, CountTokensCall, UpstreamErrorBody } from '../types';
 import type { AnthropicAdapterConfig } from './config';
@@ -31,16 +32,31 @@ function upstreamHeaders(
 }
 
 /**
- * The caller's request as the upstream's: same body with the pool's model id, the protocol headers
- * passed through, and the pool's credential. The `stream` field follows the call, so that the relay
- * reads what it expects.
+ * The caller's body with the pool's model id (and, for a Messages call, `stream` as the call has it, so that the
+ * relay reads what it expects), every other byte as the caller sent it.
  */
+function upstreamBody(call: CountTokensCall, stream?: boolean): Buffer {
+  const set: Record<string, string> = { model: JSON.stringify(call.upstreamModel) };
+  if (stream !== undefined && (stream || topLevelValue(call.bodyBytes, 'stream') !== undefined)) {
+    set.stream = JSON.stringify(stream);
+  }
+  // Ingress has parsed the body as one JSON object; failing that, the parsed copy is the next best thing.
+  return (
+    editTopLevel(call.bodyBytes, { set }) ?? Buffer.from(JSON.stringify({ ...call.body, model: call.upstreamModel }))
+  );
+}
+
+/** `?beta=true` and the like: the caller's query as it came, for the upstream to judge. */
+function withQuery(url: string, query: string): string {
+  return query === '' ? url : `${url}?${query}`;
+}
+
+/** The caller's request as the upstream's: same body with the pool's model id, the protocol headers and query passed through, and the pool's credential. */
 export function toUpstreamRequest(config: AnthropicAdapterConfig, call: AdapterCall): UpstreamHttpRequest {
-  const stream = call.stream || 'stream' in call.body ? { stream: call.stream } : {};
   return {
-    url: `${call.endpointUrl}${config.messagesPath}`,
+    url: withQuery(`${call.endpointUrl}${config.messagesPath}`, call.query),
     headers: upstreamHeaders(config, call, call.stream ? 'text/event-stream' : 'application/json'),
-    body: JSON.stringify({ ...call.body, model: call.upstreamModel, ...stream }),
+    body: upstreamBody(call, call.stream),
   };
 }
 
@@ -50,9 +66,9 @@ export function toUpstreamRequest(config: AnthropicAdapterConfig, call: AdapterC
  */
 export function toCountTokensRequest(config: AnthropicAdapterConfig, call: CountTokensCall): UpstreamHttpRequest {
   return {
-    url: `${call.endpointUrl}${config.countTokensPath}`,
+    url: withQuery(`${call.endpointUrl}${config.countTokensPath}`, call.query),
     headers: upstreamHeaders(config, call, 'application/json'),
-    body: JSON.stringify({ ...call.body, model: call.upstreamModel }),
+    body: upstreamBody(call),
   };
 }
 
@@ -114,7 +130,20 @@ export function relayedMessage(text: string, model: string): Result<{ json: stri
   const message = parseJson(text);
   if (!isJsonObject(message) || message.type !== 'message')
     return err(gatewayError('api_error', malformedUpstreamMessage));
-  return ok({ json: JSON.stringify({ ...message, model }), usage: mergeUsage(noUsage, message.usage) });
+  // The upstream's bytes but for the model: numbers in tool inputs keep every digit.
+  const relayed = editTopLevel(Buffer.from(text, 'utf8'), { set: { model: JSON.stringify(model) } });
+  return ok({
+    json: relayed?.toString('utf8') ?? JSON.stringify({ ...message, model }),
+    usage: mergeUsage(noUsage, message.usage),
+  });
+}
+
+/** A `message_start` payload whose message names `model`, every other byte as the upstream sent it. */
+function withMessageModel(data: string, model: string): string | undefined {
+  const bytes = Buffer.from(data, 'utf8');
+  const message = topLevelValue(bytes, 'message');
+  const named = message && editTopLevel(message, { set: { model: JSON.stringify(model) } });
+  return named && editTopLevel(bytes, { set: { message: named.toString('utf8') } })?.toString('utf8');
 }
 
 /** `relay`: pass the event on, with `data` instead of the upstream's when set. */
@@ -143,7 +172,12 @@ export class AnthropicStreamReader {
         const data = parseJson(event.data);
         if (!isJsonObject(data) || !isJsonObject(data.message)) return this.malformed();
         this.usage = mergeUsage(this.usage, data.message.usage);
-        return { ...relay, data: JSON.stringify({ ...data, message: { ...data.message, model: this.model } }) };
+        return {
+          ...relay,
+          data:
+            withMessageModel(event.data, this.model) ??
+            JSON.stringify({ ...data, message: { ...data.message, model: this.model } }),
+        };
       }
       case 'message_delta': {
         const data = parseJson(event.data);

@@ -5,6 +5,7 @@ import type { CompletionStream } from '../../completion';
 import { errorAfterStart } from '../../upstream-errors';
 import type { UpstreamBody } from '../../upstream-http';
 import { estimateInputTokens } from '../../estimate';
+import { betaNamesOf } from '../betas';
 import type { RelayCall, UpstreamAdapter } from '../types';
 import { acceptsContentType, upstreamRequest } from './api';
 import { openAIAdapterConfig } from './config';
@@ -98,6 +99,8 @@ export function createOpenAIAdapter(
       const { refusal } = toChatCompletionRequest(config, { ...call, upstreamModel: '' });
       return refusal === undefined ? ok(undefined) : err(refusal);
     },
+    // Chat completions have no betas: each is dropped, and named to the caller.
+    droppedBetas: betaNamesOf,
     buildRequest(call) {
       // A refused call (checkRequest) gets what can be carried; see request.ts.
       return upstreamRequest(config, call, toChatCompletionRequest(config, call).request);
