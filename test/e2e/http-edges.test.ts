@@ -316,3 +316,25 @@ describe('receiving a request is bounded in time and memory', () => {
     expect(await bodyBytesHeld()).toBe(0);
   }, 60_000);
 });
+
+describe('what clients try before their first call', () => {
+  it('answers GET / and HEAD / with 200 and a request id', async () => {
+    for (const method of ['GET', 'HEAD']) {
+      const response = await fetch(`${h.baseUrl}/`, { method });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('request-id')).toMatch(/^req_/);
+    }
+  });
+
+  it('tells a client that opens with the HTTP/2 preface to use HTTP/1.1 (GOAWAY HTTP_1_1_REQUIRED)', async () => {
+    const { connect: connectHttp2, constants } = await import('node:http2');
+    const session = connectHttp2(h.baseUrl);
+    session.on('error', () => undefined);
+    const goAway = await new Promise<number>((resolve, reject) => {
+      session.once('goaway', (code: number) => resolve(code));
+      session.once('close', () => reject(new Error('closed without GOAWAY')));
+    });
+    expect(goAway).toBe(constants.NGHTTP2_HTTP_1_1_REQUIRED);
+    session.destroy();
+  });
+});

@@ -12,8 +12,16 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** The parsed JSON body; null when the body was empty or not JSON. */
   body: unknown;
+  /**
+   * The body's bytes as received (UTF-8), for bodies up to `rawBodyLimitBytes`: what `JSON.parse` would round
+   * (integers beyond 2^53, `1.0`, escapes, key order) a lossless parser can check here.
+   */
+  rawBody?: string;
   outcome: RequestOutcome;
 }
+
+/** Bodies up to this size are also logged as received; the log holds 100 requests of up to 32 MB. */
+export const rawBodyLimitBytes = 1024 * 1024;
 
 /** Headers that carry credentials never reach the log. */
 const credentialHeaders = new Set(['authorization', 'x-api-key', 'api-key', 'proxy-authorization', 'cookie']);

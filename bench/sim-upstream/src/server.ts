@@ -9,7 +9,7 @@ import type { ParsedBody, SimExchange } from './exchange';
 import { randomId } from './ids';
 import { handleChatCompletions } from './openai/chat';
 import { sendOpenAIError } from './openai/errors';
-import { RequestLog, withoutCredentials } from './request-log';
+import { rawBodyLimitBytes, RequestLog, withoutCredentials } from './request-log';
 import type { RecordedRequest } from './request-log';
 
 export interface SimUpstreamOptions {
@@ -99,6 +99,7 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
       path,
       headers: withoutCredentials(request.headers),
       body: body.kind === 'json' ? body.value : null,
+      ...(raw.length <= rawBodyLimitBytes ? { rawBody: raw.toString('utf8') } : {}),
       outcome: 'in_progress',
     };
     log.add(record);
