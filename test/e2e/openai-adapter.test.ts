@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { RecordedRequest } from '@gw/sim-upstream';
 import { harness } from './harness';
-import { admin } from './http';
+import { admin, counterTotal } from './http';
 
 /**
  * A model served only by an OpenAI-compatible pool (`openai-eu-west`, adapter `openai`), through the
@@ -178,5 +178,23 @@ describe('an OpenAI-compatible upstream behind the Messages API', () => {
       .catch((error: unknown) => error);
     expect((refused as InstanceType<typeof Anthropic.APIError>).status).toBe(422);
     expect(await upstreamRequests()).toEqual([]);
+  });
+
+  it('goes without the betas chat completions cannot carry, naming them in a header and a metric', async () => {
+    const dropped = () => counterTotal(h.metricsUrls.router!, 'router_upstream_betas_dropped_total');
+    const before = await dropped();
+    const { response } = await sdk.messages
+      .create(
+        { model, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14,bad name!' } },
+      )
+      .withResponse();
+    // The header names what may be told back: the caller's text that is not a token stays out.
+    expect(response.headers.get('x-gateway-dropped-betas')).toBe(
+      'claude-code-20250219,interleaved-thinking-2025-05-14',
+    );
+    expect(await dropped()).toBe(before + 3);
+    const [sent] = await upstreamRequests();
+    expect(sent!.headers['anthropic-beta']).toBeUndefined();
   });
 });

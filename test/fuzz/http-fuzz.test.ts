@@ -128,7 +128,8 @@ function isDocumentedRoute(method: string, target: string): boolean {
     .replace(/(.)\/$/, '$1');
   const get = method === 'GET' || method === 'HEAD';
   if (path === '/v1/messages' || path === '/v1/messages/count_tokens') return method === 'POST';
-  if (path === '/v1/models' || path === '/v1/usage' || path === '/healthz') return get;
+  // `/` answers the probe clients send before their first call.
+  if (path === '/' || path === '/v1/models' || path === '/v1/usage' || path === '/healthz') return get;
   return get && /^\/v1\/models\/[^/]+$/.test(path);
 }
 
