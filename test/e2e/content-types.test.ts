@@ -384,7 +384,7 @@ describe('extended thinking', () => {
     ['Anthropic', sonnet, ''],
     ['OpenAI', llama, ' sim:reasoning'],
   ])(
-    'tokenise (%s pool): the upstream sees placeholders, thinking text comes back restored, streamed and not',
+    'tokenise (%s pool): the upstream sees placeholders; the text comes back restored, thinking as signed, streamed and not',
     async (_pool, model, trigger) => {
       const account = await liveAccount('tokenise');
       const email = 'alice.smith@example.com';
@@ -393,9 +393,13 @@ describe('extended thinking', () => {
       const params = { model, max_tokens: 2048, thinking, messages: [{ role: 'user' as const, content: ask }] };
       const { data: created, response } = await account.sdk.messages.create(params).withResponse();
       const streamed = await account.sdk.messages.stream(params).finalMessage();
+      // Thinking is relayed as the upstream wrote it (its signature covers the placeholders); the answer is restored.
+      const signedThinking = new RegExp(
+        `^Please call \\[\\[PII:PHONE:1:\\w+\\]\\] or write to \\[\\[PII:EMAIL:1:\\w+\\]\\] about it${trigger}$`,
+      );
       for (const message of [created, streamed]) {
         expect(message.content.map((block) => block.type)).toEqual(['thinking', 'text']);
-        expect(message.content[0]).toMatchObject({ type: 'thinking', thinking: ask });
+        expect(message.content[0]).toMatchObject({ type: 'thinking', thinking: expect.stringMatching(signedThinking) });
         expect(message.content[1]).toMatchObject({ type: 'text', text: ask });
       }
       const simUrl = model === llama ? simOpenAI : simAnthropic;
@@ -538,6 +542,8 @@ describe('documents and images', () => {
   const card = '4111111111111111';
   /** Base64-looking data with digit runs a privacy scanner would take for a phone and a card number. */
   const binary = `iVBORw0KGgo/${phone}/${card}/AAAANSUhEUgAA`;
+  /** The URL of the second block, its phone number tokenised. */
+  const placeholderUrl = /^https:\/\/images\.example\.com\/\[\[PII:PHONE:1:\w+\]\]\.png$/;
   const blocks = [
     { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: binary } },
     { type: 'image' as const, source: { type: 'url' as const, url: `https://images.example.com/${phone}.png` } },
@@ -550,7 +556,7 @@ describe('documents and images', () => {
   ];
 
   it.each<PrivacyMode>(['off', 'redact', 'tokenise'])(
-    'Anthropic pool, privacy %s: images and PDFs (base64 and URL) reach the upstream untouched; only text is scanned',
+    'Anthropic pool, privacy %s: base64 images and PDFs reach the upstream untouched; text and URLs are scanned',
     async (mode) => {
       const account = await liveAccount(mode);
       const text = `Summarise these. Call me on ${phone}.`;
@@ -560,7 +566,21 @@ describe('documents and images', () => {
         .withResponse();
       const upstream = await upstreamRequestOf(simAnthropic, response.headers.get('request-id')!);
       const sent = (upstream.body as { messages: { content: unknown[] }[] }).messages[0]!.content;
-      expect(sent.slice(0, blocks.length)).toEqual(blocks);
+      const url: Record<PrivacyMode, string> = {
+        off: `https://images.example.com/${phone}.png`,
+        flag: `https://images.example.com/${phone}.png`,
+        redact: 'https://images.example.com/[PHONE_1].png',
+        tokenise: '',
+      };
+      const expected = blocks.map((block, index) =>
+        index !== 1
+          ? block
+          : {
+              ...block,
+              source: { type: 'url', url: mode === 'tokenise' ? expect.stringMatching(placeholderUrl) : url[mode] },
+            },
+      );
+      expect(sent.slice(0, blocks.length)).toEqual(expected);
       const upstreamText = (sent[blocks.length] as { text: string }).text;
       if (mode === 'off') expect(upstreamText).toBe(text);
       else expect(upstreamText).not.toContain(phone);
@@ -596,7 +616,7 @@ describe('documents and images', () => {
     });
   }, 120_000);
 
-  it('OpenAI pool: images become image_url parts (data URL, https URL), untouched by privacy', async () => {
+  it('OpenAI pool: images become image_url parts (data URL, https URL); privacy leaves base64 alone, scans URLs', async () => {
     const account = await liveAccount('tokenise');
     const text = 'What is in these pictures?';
     const { data: message, response } = await account.sdk.messages
@@ -613,7 +633,7 @@ describe('documents and images', () => {
         role: 'user',
         content: [
           { type: 'image_url', image_url: { url: `data:image/png;base64,${binary}` } },
-          { type: 'image_url', image_url: { url: `https://images.example.com/${phone}.png` } },
+          { type: 'image_url', image_url: { url: expect.stringMatching(placeholderUrl) } },
           { type: 'text', text },
         ],
       },

@@ -111,9 +111,16 @@ describe('a stream that ends early is billed for its input and the output so far
     account: { accountId: string; key: string },
     counterBefore: number,
     requestId: string,
-    expected: { input: number; output: number; outcome: string; errorType: string | null },
+    expected: {
+      input: number;
+      output: number;
+      outcome: string;
+      errorType: string | null;
+      streamed?: boolean;
+      cacheRead?: number;
+    },
   ): Promise<void> {
-    const billable = expected.input + expected.output;
+    const billable = expected.input + expected.output + Math.ceil((expected.cacheRead ?? 0) / 10);
     const row = await waitForUsageRow(h.databaseUrl, requestId);
     expect({
       outcome: row.outcome,
@@ -121,13 +128,15 @@ describe('a stream that ends early is billed for its input and the output so far
       streamed: row.streamed,
       input_tokens: Number(row.input_tokens),
       output_tokens: Number(row.output_tokens),
+      cache_read_input_tokens: Number(row.cache_read_input_tokens),
       billable_tokens: Number(row.billable_tokens),
     }).toEqual({
       outcome: expected.outcome,
       error_type: expected.errorType,
-      streamed: true,
+      streamed: expected.streamed ?? true,
       input_tokens: expected.input,
       output_tokens: expected.output,
+      cache_read_input_tokens: expected.cacheRead ?? 0,
       billable_tokens: billable,
     });
     // A fresh account: everything it used is this one request.
@@ -194,4 +203,73 @@ describe('a stream that ends early is billed for its input and the output so far
       errorType,
     });
   });
+
+  it.each([true, false])(
+    'bills the input of a request the client cancels before the response headers (streamed %s)',
+    async (stream) => {
+      const account = await liveAccount();
+      const counterBefore = Number((await redis.get(allowanceCounter(account.accountId))) ?? 0);
+      const marker = `cancelled-before-headers-${stream}-${Date.now()}`;
+      const body = { ...streamedAsk(`sim:latency=10000 ${marker} ${words}`), stream };
+      const outgoing = request(`${h.baseUrl}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': account.key },
+      });
+      let answered = false;
+      outgoing.on('response', () => (answered = true));
+      outgoing.on('error', () => undefined);
+      outgoing.end(JSON.stringify(body));
+      // The upstream has the request (its answer is 10 s away): the client gives up before any header.
+      const received = await waitUntil(
+        () => upstreamRequestWith(marker),
+        { what: 'the upstream to receive the request' },
+        (found) => found !== undefined,
+      );
+      outgoing.destroy();
+      expect(answered).toBe(false);
+      await expectBilledEverywhere(account, counterBefore, String(received!.headers['x-request-id']), {
+        input: estimateInputTokens(body),
+        output: 0,
+        outcome: 'client_cancelled',
+        errorType: null,
+        streamed: stream,
+      });
+    },
+  );
+
+  it('gives an absurd upstream count one result in Postgres, /v1/usage and Redis: capped to 10^12', async () => {
+    const account = await liveAccount();
+    const counterBefore = Number((await redis.get(allowanceCounter(account.accountId))) ?? 0);
+    const body = streamedAsk(`sim:cache-read=50000000000000 ${words}`);
+    const stream = await openStream(account.key, body);
+    expect(stream.status).toBe(200);
+    await stream.closed;
+    expect(stream.events.some((item) => item.event === 'message_stop')).toBe(true);
+    await expectBilledEverywhere(account, counterBefore, stream.requestId, {
+      input: estimateInputTokens(body),
+      output: (
+        JSON.parse(stream.events.filter((item) => item.event === 'message_delta').at(-1)!.data) as {
+          usage: { output_tokens: number };
+        }
+      ).usage.output_tokens,
+      cacheRead: 10 ** 12,
+      outcome: 'success',
+      errorType: null,
+    });
+  });
 });
+
+interface RecordedRequest {
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+/** The request an upstream listener received whose body holds `marker`, if any did. */
+async function upstreamRequestWith(marker: string): Promise<RecordedRequest | undefined> {
+  for (const url of h.simUrls) {
+    const recorded = (await (await fetch(`${url}/_sim/requests`)).json()) as RecordedRequest[];
+    const found = recorded.find((entry) => JSON.stringify(entry.body).includes(marker));
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}

@@ -75,4 +75,92 @@ describe('privacy modes end to end', () => {
     );
     expect(flags).toEqual(expect.objectContaining({ EMAIL: '1', PHONE: '1', CARD: '1', IBAN: '1' }));
   });
+
+  it.each([false, true])(
+    'tokenise: thinking and tools over three turns (streamed %s); thinking keeps its placeholders and passes the signature check',
+    async (stream) => {
+      const sdk = new Anthropic({ baseURL: h.baseUrl, apiKey: await keyWithMode('tokenise'), maxRetries: 0 });
+      await clearUpstream();
+      const ask = async (messages: Anthropic.MessageParam[]): Promise<Anthropic.Message> => {
+        const params = { model, max_tokens: 2048, thinking, tools, messages };
+        return stream ? sdk.messages.stream(params).finalMessage() : sdk.messages.create(params);
+      };
+      const first = `sim:tool-call Find the customer ${values.email}, card ${values.card}.`;
+      const history: Anthropic.MessageParam[] = [{ role: 'user', content: first }];
+
+      // Turn 1: the model thinks (about placeholders) and calls a tool (with the originals back).
+      const call = await ask(history);
+      const [signed, toolUse] = [blockOf(call, 'thinking'), blockOf(call, 'tool_use')];
+      expect(signed.thinking).toMatch(
+        /^sim:tool-call Find the customer \[\[PII:EMAIL:1:\w+\]\], card \[\[PII:CARD:1:\w+\]\]\.$/,
+      );
+      expect(toolUse.input).toEqual({ echo: first });
+
+      // Turn 2: the whole assistant turn goes back as it came, with a tool result holding more personal data.
+      const result = `Found: phone ${values.phone}, IBAN ${values.iban}.`;
+      history.push({ role: 'assistant', content: call.content as Anthropic.ContentBlockParam[] });
+      history.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: result }] });
+      const answer = await ask(history);
+      expect(textOf(answer)).toBe(result);
+      expect(blockOf(answer, 'thinking').thinking).toMatch(
+        /^Found: phone \[\[PII:PHONE:1:\w+\]\], IBAN \[\[PII:IBAN:1:\w+\]\]\.$/,
+      );
+
+      // Turn 3: both earlier thinking blocks go back too, and the upstream still accepts their signatures.
+      history.push({ role: 'assistant', content: answer.content as Anthropic.ContentBlockParam[] });
+      history.push({ role: 'user', content: `Thanks, and write to ${values.email} again.` });
+      expect(textOf(await ask(history))).toBe(`Thanks, and write to ${values.email} again.`);
+
+      const seen = await upstreamSaw();
+      for (const value of Object.values(values)) expect(seen).not.toContain(value);
+    },
+  );
+
+  it('redact and tokenise refuse a thinking block sent back with personal data in its text, naming it', async () => {
+    for (const mode of ['redact', 'tokenise'] as const) {
+      const sdk = new Anthropic({ baseURL: h.baseUrl, apiKey: await keyWithMode(mode), maxRetries: 0 });
+      await clearUpstream();
+      const refused = await sdk.messages
+        .create({
+          model,
+          max_tokens: 2048,
+          thinking,
+          messages: [
+            { role: 'user', content: 'Hello' },
+            {
+              role: 'assistant',
+              content: [{ type: 'thinking', thinking: `The user is ${values.email}`, signature: 'c2ln' }],
+            },
+            { role: 'user', content: 'Go on' },
+          ],
+        })
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
+      const error = (refused as InstanceType<typeof Anthropic.BadRequestError>).error as {
+        error: { type: string; message: string };
+      };
+      expect(error.error.type).toBe('invalid_request_error');
+      expect(error.error.message).toMatch(/^messages\.1\.content\.0\.thinking: .*personal data \(EMAIL\)/);
+      expect(error.error.message).not.toContain(values.email);
+      expect(await upstreamSaw()).toBe('[]');
+    }
+  });
 });
+
+const thinking = { type: 'enabled' as const, budget_tokens: 1024 };
+const tools: Anthropic.Tool[] = [
+  {
+    name: 'find_customer',
+    description: 'Finds a customer by e-mail address or card.',
+    input_schema: { type: 'object', properties: { echo: { type: 'string' } } },
+  },
+];
+
+function blockOf<T extends Anthropic.ContentBlock['type']>(
+  message: Anthropic.Message,
+  type: T,
+): Extract<Anthropic.ContentBlock, { type: T }> {
+  const found = message.content.find((block) => block.type === type);
+  if (found === undefined) throw new Error(`no ${type} block in the answer`);
+  return found as Extract<Anthropic.ContentBlock, { type: T }>;
+}

@@ -51,7 +51,8 @@ describe('extended thinking', () => {
       { type: 'thinking', thinking: text, signature: thinkingSignature(text) },
       { type: 'text', text },
     ]);
-    expect(thinkingSignature(text)).toBe(createHash('sha256').update(text).digest('base64'));
+    // Keyed, as the real API's: not a plain hash of the text that anyone could compute.
+    expect(thinkingSignature(text)).not.toBe(createHash('sha256').update(text).digest('base64'));
     expect(message.usage).toEqual({
       input_tokens: estimateInputTokens(body),
       output_tokens: 6,
@@ -106,6 +107,35 @@ describe('extended thinking', () => {
     expect(((await over.json()) as { error: { message: string } }).error.message).toBe(
       '`max_tokens` must be greater than `thinking.budget_tokens`.',
     );
+  });
+
+  it('verifies the signature of thinking sent back: its own thinking passes, a changed text or signature does not', async () => {
+    const first = (await (await post(ask('think about this', { thinking }))).json()) as { content: unknown[] };
+    const turn = (assistant: unknown[]) => ({
+      ...ask('and then?', { thinking }),
+      messages: [
+        { role: 'user', content: 'think about this' },
+        { role: 'assistant', content: assistant },
+        { role: 'user', content: 'and then?' },
+      ],
+    });
+    expect((await post(turn(first.content))).status).toBe(200);
+    const [signed, answer] = first.content as [{ thinking: string; signature: string }, unknown];
+    for (const forged of [
+      { ...signed, thinking: `${signed.thinking} [EMAIL_1]` },
+      { ...signed, signature: 'c2lnbmF0dXJl' },
+      { type: 'thinking', thinking: signed.thinking },
+    ]) {
+      const refused = await post(turn([forged, answer]));
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'messages.1.content.0: Invalid `signature` in `thinking` block',
+        },
+      });
+    }
   });
 });
 

@@ -6,7 +6,7 @@ import { ipDetector } from './detectors/ip';
 import { numericDetector } from './detectors/numeric';
 import { phoneDetector } from './detectors/phone';
 import { ukDetector } from './detectors/uk';
-import { normalise, toOriginal } from './normalise';
+import { isIdentity, normalise, toOriginal } from './normalise';
 import { Scan, type Candidate, type Detector } from './scan';
 import {
   DETECTOR_TYPES,
@@ -148,7 +148,7 @@ export function detectDetailed(text: string, options: DetectOptions = {}): Detec
     if (!enabled.has(candidate.type) || candidate.end <= candidate.start) continue;
     const threshold = options.thresholds?.[candidate.detector] ?? DEFAULT_THRESHOLDS[candidate.detector];
     if (candidate.confidence < threshold) continue;
-    if (normalised.segments === null) {
+    if (isIdentity(normalised)) {
       // Nothing was folded: normalised offsets are original offsets, and the candidate is the entity as it is.
       placed.push(candidate);
       continue;

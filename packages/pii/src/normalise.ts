@@ -17,8 +17,10 @@
 export interface Normalised {
   /** The normalised text that detectors scan. */
   readonly text: string;
-  /** Map back to the original; null when it is the identity (the text had nothing to fold). */
+  /** Map back to the text below (the decoded text, or the original); null when it is the identity. */
   readonly segments: Segments | null;
+  /** The decoding step under the folding (see decodeObfuscations), when it changed something. */
+  readonly below?: Normalised;
 }
 
 /**
@@ -135,7 +137,8 @@ export function foldCodePoint(codePoint: number): string {
 // eslint-disable-next-line no-control-regex
 const NON_ASCII = /[^\u0000-\u007f]/g;
 
-export function normalise(text: string): Normalised {
+/** The Unicode folding of the module comment, over text already decoded (see decodeObfuscations). */
+function foldUnicode(text: string): Normalised {
   NON_ASCII.lastIndex = 0;
   let match = NON_ASCII.exec(text);
   if (match === null) return { text, segments: null };
@@ -231,9 +234,17 @@ function segmentAt(segments: Segments, offset: number): number {
   return low;
 }
 
+/** True when the normalised text is the original (nothing decoded or folded): offsets need no mapping. */
+export const isIdentity = (normalised: Normalised): boolean =>
+  normalised.segments === null && normalised.below === undefined;
+
 /** Maps a non-empty span of the normalised text back to the original text (whole code points). */
 export function toOriginal(normalised: Normalised, start: number, end: number): { start: number; end: number } {
-  const segments = normalised.segments;
+  const mapped = mapSegments(normalised.segments, start, end);
+  return normalised.below === undefined ? mapped : toOriginal(normalised.below, mapped.start, mapped.end);
+}
+
+function mapSegments(segments: Segments | null, start: number, end: number): { start: number; end: number } {
   if (segments === null) return { start, end };
   const first = segmentAt(segments, start);
   const lastSegment = segmentAt(segments, end - 1);
@@ -245,4 +256,101 @@ export function toOriginal(normalised: Normalised, start: number, end: number): 
         ? segments.orig[lastSegment]! + (end - segments.norm[lastSegment]!)
         : segments.origEnd[lastSegment]!,
   };
+}
+
+/**
+ * Ways of writing `@`, `.` and other characters that a filter reading text as it stands would miss: percent
+ * escapes (`%40`), HTML character references (`&#64;`, `&#x40;`, `&commat;`) and the bracketed words of
+ * obfuscated e-mail addresses (`[at]`, `(dot)`, `{at}`, with the spaces around them).
+ */
+const OBFUSCATION =
+  /%([0-9a-fA-F]{2})|&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});|[[({<][ \t]{0,3}(at|dot)[ \t]{0,3}[\])}>]/gi;
+const MAY_HOLD_OBFUSCATION = /[%&[({<]/;
+
+const NAMED_REFERENCES: ReadonlyMap<string, string> = new Map([
+  ['commat', '@'],
+  ['period', '.'],
+  ['amp', '&'],
+  ['lt', '<'],
+  ['gt', '>'],
+  ['quot', '"'],
+  ['apos', "'"],
+  ['nbsp', ' '],
+  ['plus', '+'],
+  ['hyphen', '-'],
+  ['dash', '-'],
+  ['lowbar', '_'],
+  ['colon', ':'],
+  ['sol', '/'],
+  ['lpar', '('],
+  ['rpar', ')'],
+]);
+
+/** The character an obfuscation stands for, or undefined when the match is to be left as it is. */
+function decoded(match: RegExpExecArray): string | undefined {
+  if (match[1] !== undefined) {
+    const code = parseInt(match[1], 16);
+    return code >= 0x20 && code < 0x7f ? String.fromCharCode(code) : undefined;
+  }
+  if (match[2] !== undefined) {
+    const reference = match[2];
+    if (reference[0] !== '#') return NAMED_REFERENCES.get(reference.toLowerCase());
+    const code =
+      reference[1] === 'x' || reference[1] === 'X' ? parseInt(reference.slice(2), 16) : Number(reference.slice(1));
+    return code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff) ? String.fromCodePoint(code) : undefined;
+  }
+  return match[3]!.toLowerCase() === 'at' ? '@' : '.';
+}
+
+const isBlank = (unit: number): boolean => unit === 32 || unit === 9;
+
+/** Decodes the obfuscations of OBFUSCATION, each one a folded segment over the original characters it stood for. */
+export function decodeObfuscations(text: string): Normalised {
+  if (!MAY_HOLD_OBFUSCATION.test(text)) return { text, segments: null };
+  const segments: Segments = { norm: [], orig: [], origEnd: [] };
+  let output = '';
+  let position = 0;
+  OBFUSCATION.lastIndex = 0;
+  for (let match = OBFUSCATION.exec(text); match !== null; match = OBFUSCATION.exec(text)) {
+    const character = decoded(match);
+    if (character === undefined) continue;
+    let start = match.index;
+    let end = start + match[0].length;
+    // "john [at] example [dot] com": the spaces around a bracketed word belong to it.
+    if (match[3] !== undefined) {
+      while (start > position && start > match.index - 3 && isBlank(text.charCodeAt(start - 1))) start -= 1;
+      while (end < text.length && end < match.index + match[0].length + 3 && isBlank(text.charCodeAt(end))) end += 1;
+      OBFUSCATION.lastIndex = end;
+    }
+    if (start > position) {
+      segments.norm.push(output.length);
+      segments.orig.push(position);
+      segments.origEnd.push(-1);
+      output += text.slice(position, start);
+    }
+    segments.norm.push(output.length);
+    segments.orig.push(start);
+    segments.origEnd.push(end);
+    output += character;
+    position = end;
+  }
+  if (position === 0) return { text, segments: null };
+  if (position < text.length) {
+    segments.norm.push(output.length);
+    segments.orig.push(position);
+    segments.origEnd.push(-1);
+    output += text.slice(position);
+  }
+  return { text: output, segments };
+}
+
+/**
+ * The text detectors scan: obfuscations decoded (decodeObfuscations), then Unicode folded (module comment), with
+ * one map back to the original through both.
+ */
+export function normalise(text: string): Normalised {
+  const decodedText = decodeObfuscations(text);
+  const folded = foldUnicode(decodedText.text);
+  if (decodedText.segments === null) return folded;
+  return { text: folded.text, segments: folded.segments, below: decodedText };
 }

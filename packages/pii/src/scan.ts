@@ -108,7 +108,10 @@ export function isWordChar(text: string, index: number): boolean {
 
 export const isDigitCode = (unit: number): boolean => unit >= 48 && unit <= 57;
 
-/** Characters tolerated between digit groups of one number (after normalisation: all dashes are '-'). */
+/**
+ * Characters tolerated between digit groups of one number (after normalisation: all dashes are '-'): spaces and
+ * line breaks, `-`, `.`, `/`, brackets, and the `_`, `,` and `:` people use to slip a number past a filter.
+ */
 export const isSeparatorCode = (unit: number): boolean =>
   unit === 32 ||
   unit === 9 ||
@@ -118,10 +121,13 @@ export const isSeparatorCode = (unit: number): boolean =>
   unit === 46 ||
   unit === 47 ||
   unit === 40 ||
-  unit === 41;
+  unit === 41 ||
+  unit === 95 ||
+  unit === 44 ||
+  unit === 58;
 
-/** At most this many separator characters between two digit groups (" - ", ") (" …). */
-export const MAX_SEPARATOR_RUN = 3;
+/** At most this many separator characters between two digit groups (" - ", ") (", a run of spaces …). */
+export const MAX_SEPARATOR_RUN = 8;
 
 /**
  * A run of digits with separators between groups: "020 7946 0958", "4111-1111-1111-1111", "9 4 3 4 7 6 5 9 1 9".
@@ -225,20 +231,26 @@ export class Scan {
   }
 
   /**
-   * True when a negative word labels the value at `start`: it is in the window before it, and no number followed
-   * by words stands between them (that number is the one it labels).
+   * True when a negative word labels the value at `start`: it is in the window before it, no number followed by
+   * words stands between them (that number is the one it labels), and no label of the value's own kind (`label`,
+   * the detector's context words) stands between them either ("order NHS number 943 476 5919": the NHS label is
+   * the value's, whatever comes before it).
    */
-  negativeBefore(words: RegExp, start: number, before = NEGATIVE_BEFORE): boolean {
-    const window = this.windowBefore(start, before);
+  negativeBefore(words: RegExp, start: number, before = NEGATIVE_BEFORE, label: RegExp | null = null): boolean {
+    let window = this.windowBefore(start, before);
     // Most windows hold no negative word at all: only those that do are looked at more closely.
     if (!words.test(window)) return false;
     let letterAfter = false;
     for (let index = window.length - 1; index >= 0; index -= 1) {
       const unit = window.charCodeAt(index);
       if (isLetterCode(unit)) letterAfter = true;
-      else if (letterAfter && isDigitCode(unit)) return words.test(window.slice(index + 1));
+      else if (letterAfter && isDigitCode(unit)) {
+        window = window.slice(index + 1);
+        if (!words.test(window)) return false;
+        break;
+      }
     }
-    return true;
+    return label === null || !label.test(window.slice(lastMatchEnd(words, window)));
   }
 
   /** base → +context (at least CONTEXT_MIN) → −negative context, clamped to [0, 1]. */
@@ -254,7 +266,7 @@ export class Scan {
       score = Math.max(score + (options.boost ?? CONTEXT_BOOST), CONTEXT_MIN);
     }
     const negative = options.negative === undefined ? NEGATIVE_CONTEXT : options.negative;
-    if (negative !== null && this.negativeBefore(negative, start)) score -= NEGATIVE_PENALTY;
+    if (negative !== null && this.negativeBefore(negative, start, NEGATIVE_BEFORE, positive)) score -= NEGATIVE_PENALTY;
     return Math.min(1, Math.max(0, Math.round(score * 100) / 100));
   }
 
@@ -319,6 +331,17 @@ export class Scan {
       yield match;
     }
   }
+}
+
+/** Where the last match of `words` in `text` ends (0 when none). */
+function lastMatchEnd(words: RegExp, text: string): number {
+  const global = new RegExp(words.source, `${words.flags}g`);
+  let end = 0;
+  for (let match = global.exec(text); match !== null; match = global.exec(text)) {
+    end = match.index + match[0].length;
+    if (match[0].length === 0) global.lastIndex += 1;
+  }
+  return end;
 }
 
 /** A growable array of 32-bit numbers (offsets in a string always fit). */

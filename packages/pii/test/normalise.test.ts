@@ -47,4 +47,24 @@ describe('normalise', () => {
     expect(toOriginal(result, 4, 5)).toEqual({ start: 3, end: 4 });
     expect(toOriginal(result, 0, 2)).toEqual({ start: 0, end: 2 });
   });
+
+  it('decodes percent escapes, HTML references and bracketed at and dot, mapping spans back to what they stood for', () => {
+    const original = 'to john%40example&#46;com, jo&#x40;ex.org or jane [at] mail (dot) co &amp; ＡＢ';
+    const result = normalise(original);
+    expect(result.text).toBe('to john@example.com, jo@ex.org or jane@mail.co & AB');
+    const span = (needle: string) => {
+      const start = result.text.indexOf(needle);
+      const mapped = toOriginal(result, start, start + needle.length);
+      return original.slice(mapped.start, mapped.end);
+    };
+    expect(span('john@example.com')).toBe('john%40example&#46;com');
+    expect(span('jo@ex.org')).toBe('jo&#x40;ex.org');
+    expect(span('jane@mail.co')).toBe('jane [at] mail (dot) co');
+    expect(span('AB')).toBe('ＡＢ');
+  });
+
+  it('leaves alone what decodes to nothing it should: control escapes, unknown names, words in brackets', () => {
+    const original = '100%0a done &bogus; &#0; (attic) [data] {dot com}';
+    expect(normalise(original)).toEqual({ text: original, segments: null });
+  });
 });

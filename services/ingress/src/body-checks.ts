@@ -2,6 +2,7 @@ import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { LargeInputWork, refusalsOfStep } from '@gw/workers';
 import type { LargeInputWorkOptions } from '@gw/workers';
+import { estimateInputTokens } from '@gw/usage';
 import { parseCountTokensBody, parseMessagesBody } from './validation';
 
 /** Which endpoint's rules a body is checked against. */
@@ -12,6 +13,8 @@ export interface BodySummary {
   model: string;
   /** Messages only: the caller asked for a stream. */
   stream: boolean;
+  /** The gateway's estimate of the input tokens (@gw/usage): billed when the upstream reports none. */
+  inputEstimate: number;
 }
 
 /** The thread's task: the bytes are a copy of the caller's that moved to the thread. */
@@ -25,10 +28,15 @@ export function summariseBody({ kind, body: raw }: BodyCheckTask): Result<BodySu
   const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   if (kind === 'count_tokens') {
     const body = parseCountTokensBody(bytes);
-    return body.ok ? ok({ model: body.value.model, stream: false }) : body;
+    return body.ok ? ok({ model: body.value.model, stream: false, inputEstimate: 0 }) : body;
   }
   const body = parseMessagesBody(bytes);
-  return body.ok ? ok({ model: body.value.model, stream: body.value.stream === true }) : body;
+  if (!body.ok) return body;
+  return ok({
+    model: body.value.model,
+    stream: body.value.stream === true,
+    inputEstimate: estimateInputTokens(body.value as Record<string, unknown>),
+  });
 }
 
 /**

@@ -3,7 +3,8 @@ import type { GatewayError } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
 import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
-import type { TokenCounts } from './weighting';
+import { usageCappedMetric } from '@gw/usage';
+import type { UsageCounts as TokenCounts } from '@gw/usage';
 
 /** The public routes as metrics name them: a fixed set, whatever path a caller sends. */
 export type Route = 'messages' | 'count_tokens' | 'models' | 'usage' | 'other';
@@ -58,6 +59,8 @@ export interface SettledRequest {
   completed: boolean;
   errorType: string | undefined;
   tokens: TokenCounts;
+  /** True when a count the upstream reported was implausible and capped (@gw/usage). */
+  usageCapped: boolean;
   /** From the request's arrival to its end, to the first content delta written, and from the router call to its first event. */
   seconds: number;
   firstTokenSeconds: number | undefined;
@@ -157,6 +160,7 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     labelNames: ['reason'],
     registers,
   });
+  const usageCapped = new Counter({ ...usageCappedMetric, registers });
   const usageEvents = new Counter({
     name: 'gateway_usage_events_total',
     help: 'Usage events by stage: handed to the spool, durable on its disk, acknowledged by Kafka.',
@@ -290,6 +294,7 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
       counts.output.inc(request.tokens.outputTokens);
       counts.cache_read.inc(request.tokens.cacheReadInputTokens);
       counts.cache_write.inc(request.tokens.cacheCreationInputTokens);
+      if (request.usageCapped) usageCapped.inc();
       children.genAiInput.observe(request.tokens.inputTokens);
       children.genAiOutput.observe(request.tokens.outputTokens);
       const errorType = request.errorType ?? 'none';

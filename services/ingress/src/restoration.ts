@@ -7,7 +7,7 @@ export interface Restorer {
 }
 
 export interface Restoration {
-  /** For text and thinking deltas. */
+  /** For text deltas. */
   textRestorer(): Restorer;
   /** For `input_json_delta` partial JSON: restored values are JSON-string-escaped. */
   jsonRestorer(): Restorer;
@@ -26,28 +26,33 @@ function restoreStrings(value: Json, restoration: Restoration): Json {
   return value;
 }
 
-/** A non-streamed Message with the originals back in its text, thinking and tool inputs. */
+/**
+ * Blocks whose content is signed or encrypted by the upstream: relayed as sent, placeholders included, so that
+ * the client can send them back in the next turn and the upstream accepts their signature.
+ */
+const signedBlocks = new Set(['thinking', 'redacted_thinking']);
+
+/** A non-streamed Message with the originals back in every string of its blocks, except signed thinking. */
 export function restoreMessage(json: Uint8Array, restoration: Restoration): Buffer {
   const message = JSON.parse(Buffer.from(json).toString('utf8')) as { content?: Json[] };
-  for (const block of message.content ?? []) {
-    if (block === null || typeof block !== 'object' || Array.isArray(block)) continue;
-    if (typeof block.text === 'string') block.text = restoration.restoreAll(block.text);
-    if (typeof block.thinking === 'string') block.thinking = restoration.restoreAll(block.thinking);
-    if (block.input !== undefined) block.input = restoreStrings(block.input, restoration);
-  }
+  if (!Array.isArray(message.content)) return Buffer.from(json);
+  message.content = message.content.map((block) =>
+    block !== null && typeof block === 'object' && !Array.isArray(block) && signedBlocks.has(String(block.type))
+      ? block
+      : restoreStrings(block, restoration),
+  );
   return Buffer.from(JSON.stringify(message));
 }
 
 interface Delta {
   type: string;
   text?: string;
-  thinking?: string;
   partial_json?: string;
 }
 
-const deltaField: Record<string, 'text' | 'thinking' | 'partial_json'> = {
+/** The deltas whose text is restored; `thinking_delta` and `signature_delta` pass as sent (see signedBlocks). */
+const deltaField: Record<string, 'text' | 'partial_json'> = {
   text_delta: 'text',
-  thinking_delta: 'thinking',
   input_json_delta: 'partial_json',
 };
 

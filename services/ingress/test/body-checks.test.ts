@@ -54,11 +54,11 @@ describe('BodyChecks', () => {
   it('says what a valid body asks for: the model, and whether it streams', async () => {
     expect(await checks.check('messages', cases[0]![2], 'account-a')).toEqual({
       ok: true,
-      value: { model: 'claude-sonnet-5', stream: true },
+      value: { model: 'claude-sonnet-5', stream: true, inputEstimate: expect.any(Number) },
     });
     expect(await checks.check('count_tokens', cases[1]![2], 'account-a')).toEqual({
       ok: true,
-      value: { model: 'claude-haiku-5', stream: false },
+      value: { model: 'claude-haiku-5', stream: false, inputEstimate: 0 },
     });
   });
 });

@@ -13,6 +13,7 @@ const settled = (overrides: Partial<SettledRequest> = {}): SettledRequest => ({
   completed: true,
   errorType: undefined,
   tokens: { inputTokens: 10, outputTokens: 20, cacheReadInputTokens: 3, cacheCreationInputTokens: 4 },
+  usageCapped: false,
   seconds: 1.5,
   firstTokenSeconds: undefined,
   routerFirstEventSeconds: 1.2,

@@ -7,7 +7,7 @@ import {
   parseCountTokensBody,
   parseMessagesBody,
 } from '../src/validation';
-import { billableTokens } from '../src/weighting';
+import { billableTokens } from '@gw/usage';
 
 describe('presentedKey', () => {
   it('prefers Authorization: Bearer over x-api-key', () => {

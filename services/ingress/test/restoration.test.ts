@@ -60,6 +60,17 @@ describe('StreamRestoration', () => {
       .join('');
     expect(JSON.parse(partial)).toEqual({ note: original });
   });
+
+  it('relays thinking and signature deltas as sent: a signed text keeps its placeholders', () => {
+    const { tokenised, restoration } = setUp();
+    const stream = new StreamRestoration(restoration);
+    const thinking = delta(0, 'thinking_delta', 'thinking', tokenised);
+    const signature = delta(0, 'signature_delta', 'signature', 'c2lnbmF0dXJl');
+    const stop = JSON.stringify({ type: 'content_block_stop', index: 0 });
+    expect(stream.transform('content_block_delta', thinking)).toEqual([['content_block_delta', thinking]]);
+    expect(stream.transform('content_block_delta', signature)).toEqual([['content_block_delta', signature]]);
+    expect(stream.transform('content_block_stop', stop)).toEqual([['content_block_stop', stop]]);
+  });
 });
 
 describe('restoreMessage', () => {
@@ -75,6 +86,16 @@ describe('restoreMessage', () => {
     const restored = JSON.parse(restoreMessage(Buffer.from(JSON.stringify(message)), restoration).toString('utf8'));
     expect(restored.content[0].text).toBe(original);
     expect(restored.content[1].input).toEqual({ body: original, count: 1 });
+  });
+
+  it('restores every other block too, and leaves thinking and redacted thinking as the upstream sent them', () => {
+    const { tokenised, restoration } = setUp();
+    const thinking = { type: 'thinking', thinking: tokenised, signature: 'c2ln' };
+    const redacted = { type: 'redacted_thinking', data: tokenised };
+    const future = { type: 'future_block', nested: [{ words: tokenised }] };
+    const message = { id: 'msg_1', content: [thinking, redacted, future] };
+    const restored = JSON.parse(restoreMessage(Buffer.from(JSON.stringify(message)), restoration).toString('utf8'));
+    expect(restored.content).toEqual([thinking, redacted, { type: 'future_block', nested: [{ words: original }] }]);
   });
 });
 

@@ -77,6 +77,13 @@ function storeUsageChunk(
       const decoded = decodeUsageRow(message.value);
       if (decoded.ok) {
         rows.push(decoded.value);
+        if (decoded.value.capped) {
+          deps.metrics.usageCapped.inc();
+          deps.logger.warn(
+            { ...traceFields, event_id: decoded.value.eventId, account_id: decoded.value.accountId },
+            'usage event with an implausible token count, stored capped',
+          );
+        }
         continue;
       }
       deps.metrics.eventsSkipped.inc();

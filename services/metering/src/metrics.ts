@@ -1,11 +1,13 @@
 import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
+import { usageCappedMetric } from '@gw/usage';
 
 export interface MeteringMetrics {
   eventsWritten: Counter;
   duplicatesIgnored: Counter;
   eventsSkipped: Counter;
   eventsUnpriced: Counter<'reason'>;
+  usageCapped: Counter;
   batchSeconds: Histogram;
   /** Messages of a partition not yet applied, as of the last chunk stored from it. */
   consumerLag: Gauge<'partition'>;
@@ -41,6 +43,7 @@ export function meteringMetrics(registry: Registry, now: () => number = Date.now
       help: 'Usage events ignored because their event id was already stored.',
       registers: [registry],
     }),
+    usageCapped: new Counter({ ...usageCappedMetric, registers: [registry] }),
     eventsSkipped: new Counter({
       name: 'metering_usage_events_skipped_total',
       help: 'Messages on the usage topic that are not a storable UsageEvent; skipped and logged.',

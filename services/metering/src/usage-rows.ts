@@ -1,3 +1,4 @@
+import { maxTokenCount } from '@gw/usage';
 import { commonv1, eventsv1, fromBinary } from '@gw/proto';
 import { err, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
@@ -28,6 +29,8 @@ export interface UsageRow {
   /** The allowance and overage in force when the request was admitted: they price the overage. */
   allowanceTokens: bigint;
   overageEnabled: boolean;
+  /** True when a count was above the plausible bound and was capped to it, as quota charged it (@gw/usage). */
+  capped: boolean;
 }
 
 /** A row with its price (see pricing.ts). */
@@ -82,9 +85,9 @@ function outcomeName(outcome: eventsv1.Outcome): string {
   }
 }
 
-// Far beyond any request; far below what would overflow the bigint sums, or the numeric(24,10) cost at
-// any sane price. A count above it is a producer bug, refused like a negative one.
-const maxTokens = 10n ** 12n;
+// The bound every service applies (@gw/usage): a count above it is stored capped to it, as quota charged it.
+const maxTokens = BigInt(maxTokenCount);
+const bounded = (count: bigint): bigint => (count > maxTokens ? maxTokens : count);
 
 // Timestamps PostgreSQL and Date both hold; anything outside is a producer bug, not a request.
 const earliestMs = Date.UTC(2000, 0, 1);
@@ -135,7 +138,6 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
     event.billableTokens,
   ];
   if (counts.some((count) => count < 0n)) return err('a token count is negative');
-  if (counts.some((count) => count > maxTokens)) return err('a token count is out of range');
 
   const startedAt = instant(event.startedAtUnixMs, 'started_at');
   if (!startedAt.ok) return startedAt;
@@ -150,11 +152,11 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
     model: event.model,
     poolId: event.poolId,
     region: event.region,
-    inputTokens: event.inputTokens,
-    outputTokens: event.outputTokens,
-    cacheReadInputTokens: event.cacheReadInputTokens,
-    cacheCreationInputTokens: event.cacheCreationInputTokens,
-    billableTokens: event.billableTokens,
+    inputTokens: bounded(event.inputTokens),
+    outputTokens: bounded(event.outputTokens),
+    cacheReadInputTokens: bounded(event.cacheReadInputTokens),
+    cacheCreationInputTokens: bounded(event.cacheCreationInputTokens),
+    billableTokens: bounded(event.billableTokens),
     outcome: outcomeName(event.outcome),
     errorType: event.errorType.length > 0 ? event.errorType : null,
     streamed: event.streamed,
@@ -164,6 +166,7 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
     plan: event.plan.length > 0 ? event.plan : null,
     allowanceTokens: event.allowanceTokens,
     overageEnabled: event.overageEnabled,
+    capped: counts.some((count) => count > maxTokens),
   });
 }
 

@@ -1,3 +1,4 @@
+import { boundedCount, maxTokenCount } from '@gw/usage';
 import { commonv1, create, eventsv1, toBinary } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { aggregateRows, decodeUsageRow, firstOfEachEvent, periodStartOf, toUsageRow } from '../src/usage-rows';
@@ -80,7 +81,16 @@ describe('toUsageRow', () => {
       plan: 'pro',
       allowanceTokens: 1000n,
       overageEnabled: true,
+      capped: false,
     });
+  });
+
+  it('caps an implausible count to the bound quota charged, and says so (the same rule as @gw/usage)', () => {
+    const huge = 5n * 10n ** 12n;
+    const capped = row({ cacheReadInputTokens: huge, billableTokens: huge });
+    expect(capped).toMatchObject({ cacheReadInputTokens: BigInt(maxTokenCount), capped: true });
+    expect(capped.billableTokens).toBe(BigInt(boundedCount(Number(huge))));
+    expect(row({ outputTokens: BigInt(maxTokenCount) }).capped).toBe(false);
   });
 
   it('keeps no plan as null, and the allowance and overage of an event from before they existed', () => {
@@ -114,7 +124,6 @@ describe('toUsageRow', () => {
     ['a NUL character', { model: 'claude\u0000' }, 'a text field contains a NUL character'],
     ['a NUL character in the plan', { plan: 'pro\u0000' }, 'a text field contains a NUL character'],
     ['a negative count', { outputTokens: -1n }, 'a token count is negative'],
-    ['an impossible count', { cacheReadInputTokens: 10n ** 12n + 1n }, 'a token count is out of range'],
     ['no end time', { endedAtUnixMs: 0n }, 'ended_at is out of range'],
     ['an end time past year 9999', { endedAtUnixMs: 300_000_000_000_000n }, 'ended_at is out of range'],
   ])('refuses %s', (_case, init, reason) => {

@@ -24,13 +24,21 @@ export type PrivacyStep = (
   signal: AbortSignal,
 ) => Promise<Result<PrivacyOutcome>>;
 
+/** An outcome that refuses the request (a thinking block holding personal data) is the caller's 400. */
+function refusedOrForwarded(outcome: PrivacyOutcome): Result<PrivacyOutcome> {
+  return outcome.refusal === undefined ? ok(outcome) : err(gatewayError('invalid_request_error', outcome.refusal));
+}
+
 /** Mode `off` touches nothing; small bodies run inline, the rest on the pool's threads. */
 export function privacyStep(pool: Pick<PrivacyPool, 'run'>): PrivacyStep {
   return async (account, mode, body, signal) => {
     if (mode === 'off') return ok(unchangedBody());
-    if (body.byteLength > inlineMaxBytes) return pool.run(account, mode, body, signal);
+    if (body.byteLength > inlineMaxBytes) {
+      const outcome = await pool.run(account, mode, body, signal);
+      return outcome.ok ? refusedOrForwarded(outcome.value) : outcome;
+    }
     try {
-      return ok(transformBody(mode, body));
+      return refusedOrForwarded(transformBody(mode, body));
     } catch {
       return err(privacyStepFailed());
     }

@@ -42,6 +42,17 @@ describe('privacyStep', () => {
     expect(sentToPool).toEqual([]);
   });
 
+  it('refuses with invalid_request_error a body whose thinking block holds personal data, inline or on the pool', async () => {
+    const thinking = { type: 'thinking', thinking: 'mail bob@example.com', signature: 'sig' };
+    const body = new Uint8Array(
+      Buffer.from(JSON.stringify({ messages: [{ role: 'assistant', content: [thinking] }] })),
+    );
+    const refused = { ok: false, error: expect.objectContaining({ type: 'invalid_request_error' }) };
+    expect(await step('acct_a', 'redact', body, never)).toEqual(refused);
+    const refusingPool = privacyStep({ run: async () => ok({ ...transformBody('tokenise', body) }) });
+    expect(await refusingPool('acct_a', 'tokenise', bodyOf(inlineMaxBytes + 1), never)).toEqual(refused);
+  });
+
   it('fails closed inline too: a body it cannot read is an api_error', async () => {
     expect(await step('acct_a', 'tokenise', new Uint8Array(Buffer.from('[')), never)).toEqual({
       ok: false,

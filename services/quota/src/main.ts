@@ -9,7 +9,9 @@ import {
   startMetricsServer,
   configReloadReporter,
   startTracing,
+  Counter,
 } from '@gw/telemetry';
+import { usageCappedMetric } from '@gw/usage';
 import { readQuotaConfig } from './config';
 import { UsageLedger } from './ledger';
 import { Limits } from './limits';
@@ -53,13 +55,14 @@ void runOrExit(async () => {
     () => new Date(),
     redisMetrics(metrics.registry, redis),
   );
+  const usageCapped = new Counter({ ...usageCappedMetric, registers: [metrics.registry] });
   await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
-    services: [quotaService(limits)],
+    services: [quotaService(limits, () => usageCapped.inc())],
     onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });

@@ -2,6 +2,7 @@ import { registration } from '@gw/grpc';
 import { commonv1, quotav1 } from '@gw/proto';
 import { dependencyUnavailableError, err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { boundedCount, isImplausible } from '@gw/usage';
 import type { EffectiveLimits } from './effective-limits';
 import type { Caller, Environment, Lease, Limits } from './limits';
 
@@ -39,7 +40,11 @@ const limitsMessage = (limits: EffectiveLimits) => ({
 
 const unavailable = () => err(dependencyUnavailableError('limits store'));
 
-export function quotaService(limits: Limits) {
+/**
+ * `usageCapped`: counts a release whose tokens were above the plausible bound; they are charged capped to it, as
+ * metering stores them (@gw/usage).
+ */
+export function quotaService(limits: Limits, usageCapped: () => void) {
   const leaseMessage = (lease: Lease) => ({
     leaseId: lease.leaseId,
     leaseTtlMs: BigInt(limits.leaseTtlMs),
@@ -79,7 +84,9 @@ export function quotaService(limits: Limits) {
       const environment = environmentOf(request.environment);
       if (!environment.ok) return environment;
       try {
-        await limits.release(request.accountId, environment.value, request.leaseId, Number(request.billableTokens));
+        const billable = Number(request.billableTokens);
+        if (isImplausible(billable)) usageCapped();
+        await limits.release(request.accountId, environment.value, request.leaseId, boundedCount(billable));
         return ok({});
       } catch {
         return unavailable();

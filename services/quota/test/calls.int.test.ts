@@ -45,7 +45,7 @@ describe('QuotaService over its multiplexed Calls stream, against real Redis', (
       port: 0,
       transport: { kind: 'plaintext' },
       onHandlerFailure: () => undefined,
-      services: [quotaService(limits)],
+      services: [quotaService(limits, () => {})],
     });
     const address = `127.0.0.1:${server.port}`;
     multiplexed = createMultiplexedClient(quotav1.QuotaService, {

@@ -3,7 +3,7 @@ import type { Result } from '@gw/errors';
 import { requestLogFields } from '@gw/telemetry';
 import type { CompletionRequest, JsonObject } from './completion';
 import { parseJsonObject } from './completion';
-import { estimateInputTokens } from './estimate';
+import { estimateInputTokens } from '@gw/usage';
 import { readSmallBody, sendWithFailover } from './failover';
 import type { FailoverDeps } from './failover';
 import { errorAfterStart } from './upstream-errors';

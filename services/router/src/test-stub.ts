@@ -4,7 +4,7 @@ import { err, errorCatalogue, errorTypes, gatewayError, isErrorType, ok } from '
 import type { ErrorType, GatewayError } from '@gw/errors';
 import type { CompletionEvent, CompletionRequest, CompletionStream, JsonObject, TokenUsage } from './completion';
 import { isJsonObject, parseJsonObject } from './completion';
-import { estimateInputTokens } from './estimate';
+import { estimateInputTokens } from '@gw/usage';
 
 /**
  * The answer for test keys (docs/decisions.md): deterministic text from a hash of the request, realistic

@@ -5,7 +5,7 @@ import { createAnthropicAdapter } from '../src/adapters/anthropic';
 import type { AdapterRegistry } from '../src/adapters';
 import type { CountTokensRequest } from '../src/count-tokens';
 import { countTokensLive } from '../src/count-tokens';
-import { estimateInputTokens } from '../src/estimate';
+import { estimateInputTokens } from '@gw/usage';
 import type { FailoverDeps } from '../src/failover';
 import { createPoolDirectory } from '../src/pools';
 import { BodyBudget } from '@gw/workers';

@@ -5,7 +5,7 @@ import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-ups
 import type { AdapterCall, UpstreamAdapter } from '../src/adapters';
 import { createOpenAIAdapter, openAIAdapterConfig } from '../src/adapters/openai';
 import type { CompletionEvent, JsonObject } from '../src/completion';
-import { estimateInputTokens } from '../src/estimate';
+import { estimateInputTokens } from '@gw/usage';
 import { errorOfFailures, failureOfStatus } from '../src/upstream-errors';
 import type { UpstreamBody, UpstreamHttpRequest } from '../src/upstream-http';
 

@@ -10,7 +10,7 @@ import { commonv1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { echoChunks, estimateChatInputTokens, startSimUpstream } from '../../../bench/sim-upstream/src';
 import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-upstream/src';
-import { estimateInputTokens } from '../src/estimate';
+import { estimateInputTokens } from '@gw/usage';
 import { spawnRouter } from './router-process';
 
 /**

@@ -2,7 +2,7 @@ import { errorTypes } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { join } from 'node:path';
 import type { CompletionEvent, CompletionRequest } from '../src/completion';
-import { estimateInputTokens } from '../src/estimate';
+import { estimateInputTokens } from '@gw/usage';
 import { StubPlans } from '../src/stub-plans';
 import {
   completeWithTestStub,

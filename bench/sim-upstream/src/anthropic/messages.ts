@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Directives } from '../directives';
 import { parseDirectives } from '../directives';
 import { echoChunks } from '../echo';
@@ -10,6 +9,7 @@ import { acceptRequest, sendRequestedError } from './common';
 import { errorBody, sendError } from './errors';
 import type { MessagesRequest } from './request';
 import { validateMessagesRequest } from './request';
+import { thinkingSignature } from './signatures';
 
 /** `sim:tool-call` in the newest user message (with `tools` offered): answer with a call to the first tool. */
 const toolCallPattern = /\bsim:tool-call\b/;
@@ -22,11 +22,6 @@ const redactedThinkingPattern = /\bsim:redacted-thinking\b/;
  */
 export const redactedThinkingData =
   'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URjIBAg==';
-
-/** The signature of a thinking text: base64 of its SHA-256, so that tests can compute it. */
-export function thinkingSignature(thinking: string): string {
-  return createHash('sha256').update(thinking, 'utf8').digest('base64');
-}
 
 /** What the simulated model answers, after max_tokens: what is emitted and why it stops. */
 interface Completion {

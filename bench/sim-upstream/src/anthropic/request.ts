@@ -1,3 +1,5 @@
+import { invalidThinkingSignature } from './signatures';
+
 /** What the simulator needs from a validated Messages request. */
 export interface MessagesRequest {
   model: string;
@@ -202,6 +204,8 @@ export function validateMessagesRequest(body: unknown): Checked<MessagesRequest>
   }
   const lastUserText = checkMessages(body);
   if (!lastUserText.ok) return lastUserText;
+  const badSignature = invalidThinkingSignature(body.messages as unknown[]);
+  if (badSignature !== undefined) return { ok: false, message: badSignature };
   const thinking = checkThinking(body.thinking, body.max_tokens);
   if (!thinking.ok) return thinking;
   for (const field of ['temperature', 'top_p'] as const) {

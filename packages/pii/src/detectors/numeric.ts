@@ -124,7 +124,9 @@ export const numericDetector: Detector = {
           if (count >= 13) {
             // A '+' makes it a phone number; all-same digits are filler.
             if ((first > 0 || run.plus < 0) && cardScheme(digits) && !allSameDigit(digits) && luhn(digits)) {
-              emit(out, 'card', 'CARD', start, end, scan.score(0.6, start, end, CARD_CONTEXT), digits);
+              // A scheme's prefix and length and a passing Luhn: a card, whatever words stand before it.
+              const confidence = scan.score(0.6, start, end, CARD_CONTEXT, { negative: null });
+              emit(out, 'card', 'CARD', start, end, confidence, digits);
             }
             if (count === 15 && frNir(digits)) {
               emit(out, 'fr_nir', 'NATIONAL_ID', start, end, scan.score(0.6, start, end, FR_CONTEXT), digits);

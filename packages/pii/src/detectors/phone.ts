@@ -238,7 +238,11 @@ export const phoneDetector: Detector = {
                 type: 'PHONE',
                 start,
                 end,
-                confidence: scan.score(result.base, start, end, PHONE_CONTEXT),
+                // A valid number written whole (international, or national with its trunk 0) is a phone number
+                // whatever words stand before it ("order", "tracking"); shorter ones still weigh them.
+                confidence: scan.score(result.base, start, end, PHONE_CONTEXT, {
+                  negative: result.base >= 0.6 ? null : undefined,
+                }),
                 canonical: result.e164,
               });
               found = last;

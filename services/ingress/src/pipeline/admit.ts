@@ -17,6 +17,8 @@ export interface Admission {
   streamed: boolean;
   /** Live keys are billed; test keys are served by the stub at cost 0. */
   live: boolean;
+  /** The input tokens billed when the request ends before the upstream reports usage (@gw/usage). */
+  inputEstimate: number;
   /** The body to send upstream: the caller's, or the one the privacy mode produced. */
   body: Uint8Array;
   pools: Authorization['pools'];
@@ -81,6 +83,7 @@ export async function admit(
     model,
     streamed: body.value.stream,
     live,
+    inputEstimate: body.value.inputEstimate,
     body: decision.bodyJson ?? raw.value,
     pools: decision.pools,
     lease: reservation?.lease ?? {

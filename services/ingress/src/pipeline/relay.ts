@@ -1,7 +1,8 @@
 import type { GatewayError } from '@gw/errors';
 import { expiredError } from '../in-flight';
 import { restoreMessage, StreamRestoration } from '../restoration';
-import type { TokenCounts } from '../weighting';
+import { boundedUsage } from '@gw/usage';
+import type { UsageCounts as TokenCounts } from '@gw/usage';
 import type { Admission } from './admit';
 import { callScope } from './types';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './types';
@@ -18,6 +19,8 @@ export interface RelayState {
   startUsage?: TokenCounts;
   /** The latest cumulative `output_tokens` a `message_delta` reported. */
   reportedOutputTokens: number;
+  /** True when a count the upstream reported was above the plausible bound, and was capped (@gw/usage). */
+  usageCapped: boolean;
   /** Content deltas written to the client, and when the first was (Date.now(), for time to first token). */
   deltasRelayed: number;
   firstDeltaAtUnixMs?: number;
@@ -33,11 +36,13 @@ export interface RelayState {
 }
 
 export function newRelayState(): RelayState {
-  return { streamOpened: false, reportedOutputTokens: 0, deltasRelayed: 0 };
+  return { streamOpened: false, reportedOutputTokens: 0, usageCapped: false, deltasRelayed: 0 };
 }
 
 /** Milliseconds a timer can wait; a key expiring later than that cannot end a request in flight. */
 const longestTimerMs = 2 ** 31 - 1;
+
+const noCounts: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
 interface UpstreamUsage {
   input_tokens?: number;
@@ -46,7 +51,15 @@ interface UpstreamUsage {
   cache_creation_input_tokens?: number;
 }
 
-const count = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : 0);
+/** A count as the upstream wrote it; anything but a number is 0 (bounded by `bounded`). */
+const count = (value: unknown) => (typeof value === 'number' ? value : 0);
+
+/** The counts bounded as quota and metering bound them; an implausible one is noted for the metric. */
+function bounded(state: RelayState, counts: TokenCounts): TokenCounts {
+  const result = boundedUsage(counts);
+  if (result.capped) state.usageCapped = true;
+  return result.counts;
+}
 
 /** Reads the usage of `message_start` and `message_delta`; a payload that is not JSON bills nothing more. */
 function observeUsage(state: RelayState, event: string, data: string): void {
@@ -54,16 +67,19 @@ function observeUsage(state: RelayState, event: string, data: string): void {
     if (event === 'message_start') {
       const usage = (JSON.parse(data) as { message?: { usage?: UpstreamUsage } }).message?.usage;
       if (usage) {
-        state.startUsage = {
+        state.startUsage = bounded(state, {
           inputTokens: count(usage.input_tokens),
           outputTokens: count(usage.output_tokens),
           cacheReadInputTokens: count(usage.cache_read_input_tokens),
           cacheCreationInputTokens: count(usage.cache_creation_input_tokens),
-        };
+        });
       }
     } else {
       const usage = (JSON.parse(data) as { usage?: UpstreamUsage }).usage;
-      if (usage) state.reportedOutputTokens = Math.max(state.reportedOutputTokens, count(usage.output_tokens));
+      if (usage) {
+        const output = bounded(state, { ...noCounts, outputTokens: count(usage.output_tokens) }).outputTokens;
+        state.reportedOutputTokens = Math.max(state.reportedOutputTokens, output);
+      }
     }
   } catch {
     // Not JSON: the relay passes it on as the upstream sent it; billing keeps what it knew.
@@ -154,12 +170,12 @@ export async function relay(
         case 'finished': {
           const usage = event.value.usage;
           if (usage) {
-            state.finalUsage = {
+            state.finalUsage = bounded(state, {
               inputTokens: Number(usage.inputTokens),
               outputTokens: Number(usage.outputTokens),
               cacheReadInputTokens: Number(usage.cacheReadInputTokens),
               cacheCreationInputTokens: Number(usage.cacheCreationInputTokens),
-            };
+            });
           }
           break;
         }

@@ -1,8 +1,8 @@
 import { errorEnvelope, gatewayError } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
 import { eventsv1 } from '@gw/proto';
-import { billableTokens } from '../weighting';
-import type { TokenCounts } from '../weighting';
+import { billableTokens } from '@gw/usage';
+import type { UsageCounts as TokenCounts } from '@gw/usage';
 import type { Admission } from './admit';
 import type { RelayState } from './relay';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './types';
@@ -13,13 +13,17 @@ const noTokens: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputT
  * What the request consumed. The upstream's final usage where it arrived; otherwise (the client left,
  * the upstream failed, the key stopped, the gateway failed mid-stream) the input and cache tokens of
  * `message_start` plus the output delivered so far: the upstream's latest cumulative count, and never
- * less than the number of content deltas relayed (each carries at least one token).
+ * less than the number of content deltas relayed (each carries at least one token). A request the client
+ * or a key stop ended after it was sent on, before the upstream's `message_start` (before the response
+ * headers, or a whole answer not yet read), is billed the gateway's estimate of its input: the upstream
+ * already read it, and charges for it.
  */
-export function consumedTokens(state: RelayState): TokenCounts {
+export function consumedTokens(state: RelayState, end: RequestEnd, inputEstimate: number): TokenCounts {
   if (state.finalUsage) return state.finalUsage;
-  const start = state.startUsage ?? noTokens;
+  const forwardedThenStopped = (end === 'cancelled' || end === 'key_stopped') && state.relayStartedAt !== undefined;
+  const start = state.startUsage ?? (forwardedThenStopped ? { ...noTokens, inputTokens: inputEstimate } : noTokens);
   const output = Math.max(start.outputTokens, state.reportedOutputTokens, state.deltasRelayed);
-  return state.startUsage || output > 0 ? { ...start, outputTokens: output } : noTokens;
+  return state.startUsage || forwardedThenStopped || output > 0 ? { ...start, outputTokens: output } : noTokens;
 }
 
 export type RequestEnd = 'ok' | 'cancelled' | 'key_stopped' | 'failed';
@@ -68,7 +72,7 @@ export async function settle(
   const { admission, state } = input;
   const { key } = admission;
   const { end, failure } = requestEnd(request, state, admission);
-  const tokens = consumedTokens(state);
+  const tokens = consumedTokens(state, end, admission.inputEstimate);
   const billable = admission.live ? billableTokens(tokens) : 0;
   input.releaseLease(BigInt(billable));
   const usageStartedAt = performance.now();
@@ -115,6 +119,7 @@ export async function settle(
       completed: end === 'ok' && failure === undefined,
       errorType: failure?.type,
       tokens,
+      usageCapped: state.usageCapped,
       seconds: (endedAt - input.startedAt) / 1000,
       firstTokenSeconds:
         state.firstDeltaAtUnixMs === undefined ? undefined : (state.firstDeltaAtUnixMs - input.startedAt) / 1000,

@@ -1,3 +1,4 @@
+import { billableTokens, estimateInputTokens, maxTokenCount } from '@gw/usage';
 import { err, gatewayError, ok } from '@gw/errors';
 import { eventsv1 } from '@gw/proto';
 import { handleMessages } from '../../src/messages';
@@ -305,6 +306,45 @@ describe('handleMessages: relay and settle', () => {
     expect(world.released[0]!.billableTokens).toBe(12n + 4n);
     expect(world.usage[0]).toMatchObject({ outcome: eventsv1.Outcome.CLIENT_CANCELLED, outputTokens: 4n });
     expect(sink.written).not.toContain('error');
+  });
+
+  it.each([true, false])(
+    'bills the input estimate of a request cancelled before the response headers (streamed %s)',
+    async (stream) => {
+      const sink = new FakeSink();
+      const world = fakes({ sink, router: { events: [], hang: true } });
+      const body = messagesBody(stream);
+      const caller = callerRequest(body);
+      const handled = handleMessages(world.deps, caller, sink);
+      await new Promise((resolve) => setImmediate(resolve));
+      caller.controller.abort();
+      await handled;
+      // The estimate of @gw/usage: a quarter of the characters of "user" and "hello", rounded up.
+      const estimate = BigInt(estimateInputTokens(body));
+      expect(estimate).toBe(3n);
+      expect(world.released[0]!.billableTokens).toBe(estimate);
+      expect(world.usage[0]).toMatchObject({
+        outcome: eventsv1.Outcome.CLIENT_CANCELLED,
+        inputTokens: estimate,
+        outputTokens: 0n,
+        billableTokens: estimate,
+      });
+    },
+  );
+
+  it('caps an implausible upstream count to the bound quota and metering apply, in the lease and the event', async () => {
+    const huge = 7 * 10 ** 15;
+    const events = [
+      started,
+      sse('message_start', { type: 'message_start', message: { usage: { input_tokens: huge, output_tokens: 1 } } }),
+    ];
+    const { released, usage } = await run({ router: { events, failWith: gatewayError('overloaded_error', 'gone') } });
+    const billable = BigInt(
+      billableTokens({ inputTokens: huge, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 }),
+    );
+    expect(billable).toBe(BigInt(maxTokenCount));
+    expect(released[0]!.billableTokens).toBe(billable);
+    expect(usage[0]).toMatchObject({ inputTokens: BigInt(maxTokenCount), billableTokens: billable });
   });
 
   it('prefers the upstream cumulative output count over the delta count', async () => {

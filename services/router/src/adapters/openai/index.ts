@@ -4,7 +4,7 @@ import { err, ok } from '@gw/errors';
 import type { CompletionStream } from '../../completion';
 import { errorAfterStart } from '../../upstream-errors';
 import type { UpstreamBody } from '../../upstream-http';
-import { estimateInputTokens } from '../../estimate';
+import { estimateInputTokens } from '@gw/usage';
 import { betaNamesOf } from '../betas';
 import type { RelayCall, UpstreamAdapter } from '../types';
 import { acceptsContentType, upstreamRequest } from './api';
