@@ -53,7 +53,13 @@ export async function countTokensLive(
       if (counting === undefined) return undefined;
       return {
         request: (target) =>
-          counting.buildRequest({ ...target, body, headers: request.headers, requestId: request.requestId }),
+          counting.buildRequest({
+            ...target,
+            body,
+            rawBody: request.body,
+            headers: request.headers,
+            requestId: request.requestId,
+          }),
         accepts: (contentType) => counting.acceptsContentType(contentType),
         parseCount: (text: string) => counting.parseCount(text),
       };

@@ -31,6 +31,7 @@ export async function* completeLive(
         adapter.buildRequest({
           ...target,
           body,
+          rawBody: request.body,
           stream: request.stream,
           headers: request.headers,
           requestId: request.requestId,
@@ -52,7 +53,15 @@ export async function* completeLive(
       return;
     case 'answered':
       try {
-        yield ok({ kind: 'started', poolId: outcome.pool.id, region: outcome.pool.region });
+        const adapter = outcome.pool.adapterWithOptions ?? deps.adapters[outcome.pool.adapter];
+        const droppedBetas = adapter.droppedBetas?.(request.headers) ?? [];
+        if (droppedBetas.length > 0) deps.metrics.betasDropped(adapter.provider ?? outcome.pool.adapter, droppedBetas);
+        yield ok({
+          kind: 'started',
+          poolId: outcome.pool.id,
+          region: outcome.pool.region,
+          ...(droppedBetas.length > 0 ? { droppedBetas } : {}),
+        });
         yield* outcome.call.relay(outcome.response.body);
       } finally {
         // However the relay ended (also when the caller stopped reading before it began): free the

@@ -1,3 +1,4 @@
+import { betaLabel, betasDroppedMetric } from '@gw/catalogue';
 import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
 import type { EndpointStatus } from './balancer';
@@ -10,6 +11,8 @@ export interface RouterMetrics {
   upstreamAttempt(poolId: string, outcome: string, headersSeconds?: number): void;
   /** An attempt that failed in a way that moves on to the next endpoint or pool. */
   movedOn(poolId: string, outcome: string): void;
+  /** Betas a translating adapter did not pass on (`gateway_upstream_betas_dropped_total`). */
+  betasDropped(provider: string, names: readonly string[]): void;
   /** One Complete call, at its end. `outcome` is `ok`, `cancelled`, `incomplete` or an error type. */
   completion(
     labels: { environment: string; poolId: string; outcome: string },
@@ -153,7 +156,15 @@ export function createRouterMetrics(registry: Registry): RouterMetrics {
     labelNames: ['environment', 'pool', 'kind'],
     registers: [registry],
   });
+  const betasDropped = new Counter({
+    ...betasDroppedMetric,
+    labelNames: [...betasDroppedMetric.labelNames],
+    registers: [registry],
+  });
   return {
+    betasDropped(provider, names) {
+      for (const name of names) betasDropped.inc({ provider, beta: betaLabel(name) });
+    },
     upstreamAttempt(poolId, outcome, seconds) {
       attempts.inc({ pool: poolId, outcome });
       if (seconds !== undefined) headersSeconds.observe({ pool: poolId }, seconds);

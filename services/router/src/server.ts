@@ -73,7 +73,12 @@ export function encodeTokenCount(count: TokenCount): CountTokensResponseInit {
 export function encodeCompletionEvent(event: CompletionEvent): CompleteResponseInit {
   switch (event.kind) {
     case 'started':
-      return { event: { case: 'started', value: { poolId: event.poolId, region: event.region } } };
+      return {
+        event: {
+          case: 'started',
+          value: { poolId: event.poolId, region: event.region, droppedBetas: event.droppedBetas ?? [] },
+        },
+      };
     case 'sse':
       return { event: { case: 'sse', value: { event: event.event, data: event.data } } };
     case 'message':

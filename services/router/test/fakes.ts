@@ -62,5 +62,6 @@ export function recordingLogger() {
 export const noMetrics: RouterMetrics = {
   upstreamAttempt: () => undefined,
   movedOn: () => undefined,
+  betasDropped: () => undefined,
   completion: () => undefined,
 };

@@ -123,6 +123,7 @@ export async function relay(
       switch (event.case) {
         case 'started':
           state.started = { poolId: event.value.poolId, region: event.value.region };
+          if (event.value.droppedBetas.length > 0) sink.setDroppedBetas(event.value.droppedBetas);
           if (admission.streamed) {
             sink.startStream(state.started.region);
             state.streamOpened = true;

@@ -60,6 +60,8 @@ export interface ResponseSink {
   endStream(): void;
   /** Privacy mode `flag`: the counts by entity type, sent as `x-privacy-flags`. */
   setPrivacyFlags(header: string): void;
+  /** The betas the upstream's adapter did not pass on, named in `x-gateway-dropped-betas`. */
+  setDroppedBetas(names: readonly string[]): void;
 }
 
 export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;

@@ -118,6 +118,7 @@ export class FakeSink implements ResponseSink {
     this.note('end');
   }
   setPrivacyFlags(): void {}
+  setDroppedBetas(): void {}
 }
 
 export interface Fakes {

@@ -9,12 +9,26 @@ export interface AdapterCall {
   upstreamModel: string;
   /** The caller's Messages request body. */
   body: JsonObject;
+  /**
+   * The same body's bytes as received: adapters that edit only its top level copy the rest unchanged.
+   * The router always sets it; absent (adapter tests), the parsed body is written out.
+   */
+  rawBody?: Uint8Array;
   stream: boolean;
   /** The caller's headers the protocol cares about, names in lower case. */
   headers: Record<string, string>;
   /** The pool's credential; undefined when the pool names none. */
   credential: string | undefined;
   requestId: string;
+}
+
+/**
+ * Adds a pool's credentials to a built request: a signature over it (SigV4) or a bearer token. Rejects
+ * when the credentials cannot be had (the chain found none, the token endpoint failed); the error's
+ * message never holds a secret.
+ */
+export interface RequestSigner {
+  sign(request: UpstreamHttpRequest): Promise<UpstreamHttpRequest>;
 }
 
 /** What the relay of an answer needs to know of the call it answers. */
@@ -69,4 +83,11 @@ export interface UpstreamAdapter {
   relay(body: UpstreamBody, call: RelayCall): CompletionStream;
   /** Absent when the protocol cannot count tokens: the router then answers its own estimate. */
   countTokens?: CountTokensCapability;
+  /**
+   * Optional: the caller's `anthropic-beta` names this adapter does not pass on (its provider does not
+   * support them), for the response header and the metric. Absent: every beta is passed on.
+   */
+  droppedBetas?(headers: Record<string, string>): string[];
+  /** The provider label of `gateway_upstream_betas_dropped_total`. */
+  provider?: string;
 }
