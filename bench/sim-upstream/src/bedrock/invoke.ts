@@ -187,6 +187,9 @@ export async function handleInvoke(
       'Malformed input request, please reformat your input and try again.',
     );
   const body = exchange.body.value;
+  // `sim:bedrock-unavailable`: this provider alone is out, so that failover to another can be shown.
+  if (JSON.stringify(body.messages ?? '').includes('sim:bedrock-unavailable'))
+    return sendBedrockError(response, requestId, 503, 'ServiceUnavailableException', 'Bedrock is unavailable.');
   const refusal = bodyRefusal(body);
   if (refusal !== undefined) return sendBedrockError(response, requestId, 400, 'ValidationException', refusal);
   const { anthropic_version: _version, anthropic_beta: betas, ...rest } = body;
