@@ -4,14 +4,14 @@ import { harness } from './harness';
 import { admin } from './http';
 
 /**
- * The regional providers through the whole stack with the official SDK: `claude-sonnet-4-5` is served
+ * The regional providers through the whole stack with the official SDK: `claude-sonnet-regional` is served
  * by Bedrock in London for the UK tier, and by Bedrock in Ireland then Vertex AI in the Netherlands for
  * the EU tier (deploy/local/gateway.yaml). The simulators check SigV4 and bearer tokens, so every
  * answer here also proves the router's credential chains and signing.
  */
 
 const h = harness();
-const model = 'claude-sonnet-4-5';
+const model = 'claude-sonnet-regional';
 const [, , , bedrockUk, bedrockEu, vertexEu] = h.simUrls as [string, string, string, string, string, string];
 
 async function keyFor(residency: 'uk' | 'eu'): Promise<string> {
