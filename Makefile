@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration fuzz soak bench bench-quota bench-pii bench-gateway images kind clean
+.PHONY: help deps build gen lint up down test test-unit test-integration fuzz soak bench bench-quota bench-pii bench-gateway bench-bedrock images kind clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
@@ -63,7 +63,7 @@ soak: build
 # Benchmarks are not tests: `make test` never runs them. They use the PostgreSQL and Redis on loopback
 # named by DATABASE_URL and REDIS_URL, read from the infra.env of the tests' (or `make up`'s)
 # infrastructure when not set; see bench/README.md.
-bench: bench-quota bench-pii bench-gateway
+bench: bench-quota bench-pii bench-gateway bench-bedrock
 
 bench-quota: build
 	pnpm exec tsc -b bench/quota
@@ -85,6 +85,12 @@ bench-pii: deps
 bench-gateway: build
 	pnpm exec tsc -b bench/gateway
 	node bench/gateway/dist/main.js
+
+# In process, no infrastructure: what a Bedrock pool costs the router per request (the body edit, the
+# SigV4 signature, relaying a streamed answer from the AWS event stream against relaying it from SSE).
+bench-bedrock: build
+	pnpm exec tsc -b services/router/bench
+	node services/router/bench/dist/bench/bedrock.js
 
 # The services' container images, built with podman from services/*/Dockerfile; prints their sizes.
 images:

@@ -165,8 +165,13 @@ describe('model catalogue, residency and validation', () => {
       for await (const model of sdk(key).models.list({ limit: 1 })) ids.push(model.id);
       return ids;
     };
-    expect(await all(proEu)).toEqual(['claude-haiku-4-5', 'claude-sonnet-5', 'llama-4-maverick']);
-    expect(await all(proUk)).toEqual(['claude-sonnet-5', 'claude-opus-5']);
+    expect(await all(proEu)).toEqual([
+      'claude-haiku-4-5',
+      'claude-sonnet-5',
+      'claude-sonnet-regional',
+      'llama-4-maverick',
+    ]);
+    expect(await all(proUk)).toEqual(['claude-sonnet-5', 'claude-sonnet-regional', 'claude-opus-5']);
     expect(await all(haikuOnly)).toEqual(['claude-haiku-4-5']);
     const page = await sdk(proEu).models.list();
     expect(page.data[0]).toEqual({
@@ -191,7 +196,7 @@ describe('model catalogue, residency and validation', () => {
     const received = await Promise.all(
       h.simUrls.map(async (url) => ((await (await fetch(`${url}/_sim/requests`)).json()) as unknown[]).length),
     );
-    expect(received).toEqual([1, 1, 0]);
+    expect(received).toEqual([1, 1, 0, 0, 0, 0]);
   });
 
   it('counts tokens with the same checks', async () => {

@@ -75,7 +75,7 @@ export default async function globalSetup(): Promise<void> {
     baseUrl: `http://127.0.0.1:${ports.http}`,
     adminUrl: `http://127.0.0.1:${ports.admin}`,
     adminToken: secrets.ADMIN_TOKEN,
-    simUrls: [ports.sim.eu, ports.sim.uk, ports.sim.openaiEu].map((port) => `http://127.0.0.1:${port}`),
+    simUrls: Object.values(ports.sim).map((port) => `http://127.0.0.1:${port}`),
     databaseUrl,
     kafkaBrokers: kafkaBrokers.split(','),
     usageTopic,

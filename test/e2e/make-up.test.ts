@@ -84,7 +84,9 @@ describe('make up and make down', () => {
       GW_DEMO_ACCOUNT: expect.stringMatching(/^acct_/),
       GW_DEMO_TEST_KEY: expect.stringMatching(/^gw_test_[A-Za-z0-9]{32}$/),
       GW_DEMO_LIVE_KEY: expect.stringMatching(/^gw_live_[A-Za-z0-9]{32}$/),
-      GW_SIM_URLS: `http://127.0.0.1:${ports.sim.eu},http://127.0.0.1:${ports.sim.uk},http://127.0.0.1:${ports.sim.openaiEu}`,
+      GW_SIM_URLS: Object.values(ports.sim)
+        .map((port) => `http://127.0.0.1:${port}`)
+        .join(','),
       ...(viewer && { GW_TRACES_URL: `http://127.0.0.1:${ports.traces.ui}` }),
     });
     expect(first.stdout).toContain(viewer ? `traces:    ${stack.GW_TRACES_URL}` : 'traces:    off');

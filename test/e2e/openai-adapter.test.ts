@@ -181,7 +181,7 @@ describe('an OpenAI-compatible upstream behind the Messages API', () => {
   });
 
   it('goes without the betas chat completions cannot carry, naming them in a header and a metric', async () => {
-    const dropped = () => counterTotal(h.metricsUrls.router!, 'router_upstream_betas_dropped_total');
+    const dropped = () => counterTotal(h.metricsUrls.router!, 'gateway_upstream_betas_dropped_total');
     const before = await dropped();
     const { response } = await sdk.messages
       .create(
@@ -189,9 +189,9 @@ describe('an OpenAI-compatible upstream behind the Messages API', () => {
         { headers: { 'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14,bad name!' } },
       )
       .withResponse();
-    // The header names what may be told back: the caller's text that is not a token stays out.
+    // The header names them as far as they may be told back: caller text cut, and printable only.
     expect(response.headers.get('x-gateway-dropped-betas')).toBe(
-      'claude-code-20250219,interleaved-thinking-2025-05-14',
+      'claude-code-20250219,interleaved-thinking-2025-05-14,bad?name!',
     );
     expect(await dropped()).toBe(before + 3);
     const [sent] = await upstreamRequests();

@@ -4,7 +4,8 @@ HTTP client counts the attempts they make (the SDK's retries are invisible other
 test/e2e/python-sdk.test.ts runs this suite inside the end-to-end stack and passes, in the environment:
 GW_BASE_URL (the public API, without /v1), GW_ADMIN_URL and GW_ADMIN_TOKEN (the admin API), GW_ACCOUNT_ID and
 one live and one test key of that account (GW_LIVE_KEY, GW_TEST_KEY; residency eu, privacy mode off), and
-GW_SIM_URLS: the simulated upstreams behind the Anthropic EU, Anthropic UK and OpenAI-compatible EU pools.
+GW_SIM_URLS: the simulated upstreams behind the Anthropic EU, Anthropic UK and OpenAI-compatible EU pools, then
+Bedrock London, Bedrock Ireland and Vertex AI Netherlands.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ ADMIN_TOKEN = os.environ["GW_ADMIN_TOKEN"]
 ACCOUNT_ID = os.environ["GW_ACCOUNT_ID"]
 LIVE_KEY = os.environ["GW_LIVE_KEY"]
 TEST_KEY = os.environ["GW_TEST_KEY"]
-SIM_ANTHROPIC_EU, SIM_ANTHROPIC_UK, SIM_OPENAI_EU = os.environ["GW_SIM_URLS"].split(",")
+SIM_ANTHROPIC_EU, SIM_ANTHROPIC_UK, SIM_OPENAI_EU, SIM_BEDROCK_UK, SIM_BEDROCK_EU, SIM_VERTEX_EU = os.environ[
+    "GW_SIM_URLS"
+].split(",")
 
 # Served by the upstream pool of the keys' residency (eu); the same model the TypeScript SDK tests use.
 MODEL = "claude-sonnet-5"

@@ -10,6 +10,8 @@ export interface SimExchange {
   /** Sent as the `request-id` header and in error bodies. */
   requestId: string;
   body: ParsedBody;
+  /** The body's bytes as received (a signature covers them). */
+  raw: Buffer;
   /** Aborted when the client goes away before the response is complete. */
   signal: AbortSignal;
   /** Destroys the connection on purpose; the request log records it as `dropped`. */

@@ -1,4 +1,5 @@
-export { startSimUpstream } from './server';
+export { defaultSimAws, startSimUpstream } from './server';
+export type { SimAwsOptions } from './bedrock/sigv4';
 export type { RunningSimUpstream, SimUpstreamOptions } from './server';
 export type { RecordedRequest, RequestOutcome } from './request-log';
 export { echoChunks } from './echo';

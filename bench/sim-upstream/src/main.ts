@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { startSimUpstream } from './server';
+import { defaultSimAws, startSimUpstream } from './server';
 import type { RunningSimUpstream } from './server';
 
 /**
@@ -26,9 +26,12 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const apiKey = process.env.SIM_API_KEY || undefined;
+  // The AWS region each listener's Bedrock routes verify signatures for, by position; eu-west-2 unset.
+  const awsRegions = (process.env.SIM_AWS_REGIONS ?? '').split(',').map((region) => region.trim());
   const listeners: RunningSimUpstream[] = [];
-  for (const port of ports) {
-    const listener = await startSimUpstream({ host, port, apiKey });
+  for (const [index, port] of ports.entries()) {
+    const aws = { ...defaultSimAws, region: awsRegions[index] || defaultSimAws.region };
+    const listener = await startSimUpstream({ host, port, apiKey, aws });
     listeners.push(listener);
     process.stdout.write(`${JSON.stringify({ msg: 'sim-upstream listening', url: listener.url })}\n`);
   }

@@ -9,7 +9,10 @@ import type { ParsedBody, SimExchange } from './exchange';
 import { randomId } from './ids';
 import { handleChatCompletions } from './openai/chat';
 import { sendOpenAIError } from './openai/errors';
+import { handleInvoke } from './bedrock/invoke';
+import type { SimAwsOptions } from './bedrock/sigv4';
 import { rawBodyLimitBytes, RequestLog, withoutCredentials } from './request-log';
+import { GoogleTokens, handleMetadata, handleRawPredict, isVertexPath } from './vertex/raw-predict';
 import type { RecordedRequest } from './request-log';
 
 export interface SimUpstreamOptions {
@@ -21,7 +24,18 @@ export interface SimUpstreamOptions {
    * `Authorization: Bearer` (or Azure's `api-key`) for chat completions.
    */
   apiKey?: string;
+  /** The AWS identity and region the listener's Bedrock routes verify SigV4 against. */
+  aws?: SimAwsOptions;
+  /** A bearer token Vertex routes accept besides those the simulated metadata server issues. */
+  googleToken?: string;
 }
+
+/** The identity a simulated Bedrock listener accepts unless told otherwise (not a real key). */
+export const defaultSimAws: SimAwsOptions = {
+  accessKeyId: 'AKIASIMULATED0000001',
+  secretAccessKey: 'sim/secret/key/not/a/real/one/0000000000',
+  region: 'eu-west-2',
+};
 
 export interface RunningSimUpstream {
   /** Base URL without a trailing slash, e.g. http://127.0.0.1:9101. */
@@ -64,6 +78,8 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
   const log = new RequestLog(requestLogCapacity);
 
   const protocol: AnthropicSimOptions = { apiKey: options.apiKey };
+  const aws = options.aws ?? defaultSimAws;
+  const googleTokens = new GoogleTokens(options.googleToken);
 
   /** How each protocol refuses a body over the limit, in its own error envelope. */
   const tooLarge = {
@@ -118,6 +134,7 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
       response,
       requestId,
       body,
+      raw,
       signal: clientGone.signal,
       drop: () => {
         dropped = true;
@@ -144,6 +161,28 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
         response.writeHead(204).end();
         return;
       default:
+        {
+          const invoke = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/.exec(url.pathname);
+          if (request.method === 'POST' && invoke !== null) {
+            const modelId = decodeURIComponent(invoke[1]!);
+            const stream = invoke[2] === 'invoke-with-response-stream';
+            return serveRecorded(
+              (exchange) => handleInvoke(exchange, protocol, aws, modelId, stream),
+              request,
+              response,
+              url.pathname,
+            );
+          }
+          if (request.method === 'POST' && isVertexPath(url.pathname))
+            return serveRecorded(
+              (exchange) => handleRawPredict(exchange, protocol, googleTokens, url.pathname),
+              request,
+              response,
+              url.pathname,
+            );
+          if (request.method === 'GET' && url.pathname.startsWith('/computeMetadata/v1/'))
+            return handleMetadata(request, response, url.pathname, googleTokens);
+        }
         // Unknown routes answer like the upstream does, in its error envelope.
         return sendError(response, randomId('req_'), 404, `Not found: ${route}`);
     }

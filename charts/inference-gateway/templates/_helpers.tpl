@@ -183,3 +183,42 @@ topologySpreadConstraints:
   {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The router's ServiceAccount name: the one given, else `<release>-router` when the chart creates it. */}}
+{{- define "gateway.routerServiceAccountName" -}}
+{{- .Values.regionalProviders.serviceAccount.name | default (printf "%s-router" (include "gateway.fullname" .)) -}}
+{{- end }}
+
+{{/* The router pod's ServiceAccount, when one is created or named (workload identity); nothing otherwise. */}}
+{{- define "gateway.routerServiceAccount" -}}
+{{- $account := .Values.regionalProviders.serviceAccount }}
+{{- if or $account.create $account.name }}
+serviceAccountName: {{ include "gateway.routerServiceAccountName" . }}
+{{- end }}
+{{- end }}
+
+{{/* The regional providers' credentials for the router: the AWS keys and the Google key file, when their Secrets are named. */}}
+{{- define "gateway.regionalProviderEnv" -}}
+{{- with .Values.regionalProviders.aws.existingSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: AWS_ACCESS_KEY_ID
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: AWS_SECRET_ACCESS_KEY
+- name: AWS_SESSION_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: AWS_SESSION_TOKEN
+      optional: true
+{{- end }}
+{{- if .Values.regionalProviders.google.existingSecret }}
+- name: GOOGLE_APPLICATION_CREDENTIALS
+  value: /etc/gateway/google/key.json
+{{- end }}
+{{- end }}

@@ -9,7 +9,7 @@ export interface Ports {
   grpc: { auth: number; policy: number; quota: number; router: number; metering: number };
   metrics: { ingress: number; auth: number; policy: number; quota: number; router: number; metering: number };
   /** One simulated upstream listener per local pool: Anthropic EU, Anthropic UK, OpenAI-compatible EU. */
-  sim: { eu: number; uk: number; openaiEu: number };
+  sim: { eu: number; uk: number; openaiEu: number; bedrockUk: number; bedrockEu: number; vertexEu: number };
   /** The local trace viewer (Jaeger): its OTLP/HTTP receiver, its UI and query API, its query gRPC. */
   traces: { otlpHttp: number; ui: number; uiGrpc: number };
 }
@@ -34,7 +34,14 @@ export function portsWithOffset(offset: number): Ports {
       router: 9468 + offset,
       metering: 9469 + offset,
     },
-    sim: { eu: 9101 + offset, uk: 9102 + offset, openaiEu: 9103 + offset },
+    sim: {
+      eu: 9101 + offset,
+      uk: 9102 + offset,
+      openaiEu: 9103 + offset,
+      bedrockUk: 9104 + offset,
+      bedrockEu: 9105 + offset,
+      vertexEu: 9106 + offset,
+    },
     traces: { otlpHttp: 4318 + offset, ui: 16686 + offset, uiGrpc: 16685 + offset },
   };
 }
@@ -57,7 +64,14 @@ export function portsFromBase(base: number): Ports {
       router: base + 25,
       metering: base + 26,
     },
-    sim: { eu: base + 31, uk: base + 32, openaiEu: base + 33 },
+    sim: {
+      eu: base + 31,
+      uk: base + 32,
+      openaiEu: base + 33,
+      bedrockUk: base + 34,
+      bedrockEu: base + 35,
+      vertexEu: base + 36,
+    },
     traces: { otlpHttp: base + 41, ui: base + 42, uiGrpc: base + 43 },
   };
 }

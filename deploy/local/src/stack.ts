@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { migrateUp } from '@gw/db';
+import { defaultSimAws } from '@gw/sim-upstream';
 import { readEnvFile, writeEnvFile } from './env-file';
 import { grpcTransportEnv, stackGrpcTransport } from './grpc-tls';
 import type { StackTls } from './grpc-tls';
@@ -78,12 +79,35 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
     SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`,
     SIM_UK_URL: `http://${loopback}:${ports.sim.uk}`,
     SIM_OPENAI_EU_URL: `http://${loopback}:${ports.sim.openaiEu}`,
+    SIM_BEDROCK_UK_URL: `http://${loopback}:${ports.sim.bedrockUk}`,
+    SIM_BEDROCK_EU_URL: `http://${loopback}:${ports.sim.bedrockEu}`,
+    SIM_VERTEX_EU_URL: `http://${loopback}:${ports.sim.vertexEu}`,
+  };
+  const simPorts = [
+    ports.sim.eu,
+    ports.sim.uk,
+    ports.sim.openaiEu,
+    ports.sim.bedrockUk,
+    ports.sim.bedrockEu,
+    ports.sim.vertexEu,
+  ];
+  // The regional providers' credential chains run for real against the simulator: the AWS chain reads
+  // the simulated identity from the environment, Google's finds the simulated metadata server.
+  const providerCredentials = {
+    AWS_ACCESS_KEY_ID: defaultSimAws.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: defaultSimAws.secretAccessKey,
+    GCE_METADATA_HOST: `${loopback}:${ports.sim.vertexEu}`,
   };
   return [
     {
       name: 'sim-upstream',
       script: 'bench/sim-upstream/dist/main.js',
-      env: { SIM_HOST: loopback, SIM_PORTS: `${ports.sim.eu},${ports.sim.uk},${ports.sim.openaiEu}` },
+      env: {
+        SIM_HOST: loopback,
+        SIM_PORTS: simPorts.join(','),
+        // Each Bedrock listener checks signatures for its own region.
+        SIM_AWS_REGIONS: simPorts.map((port) => (port === ports.sim.bedrockEu ? 'eu-west-1' : 'eu-west-2')).join(','),
+      },
       health: { kind: 'http', url: `http://${loopback}:${ports.sim.eu}/_sim/requests` },
     },
     {
@@ -131,6 +155,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
       env: {
         ...base,
         ...simUrls,
+        ...providerCredentials,
         GRPC_PORT: String(ports.grpc.router),
         METRICS_PORT: String(ports.metrics.router),
         GATEWAY_CONFIG: options.gatewayConfig,

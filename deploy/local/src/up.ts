@@ -51,7 +51,9 @@ async function up(): Promise<void> {
     GW_DEMO_ACCOUNT: demo.accountId,
     GW_DEMO_TEST_KEY: demo.testKey,
     GW_DEMO_LIVE_KEY: demo.liveKey,
-    GW_SIM_URLS: [ports.sim.eu, ports.sim.uk, ports.sim.openaiEu].map((port) => `http://127.0.0.1:${port}`).join(','),
+    GW_SIM_URLS: Object.values(ports.sim)
+      .map((port) => `http://127.0.0.1:${port}`)
+      .join(','),
     ...(traces && { GW_TRACES_URL: traces.url }),
   });
   process.stdout.write(

@@ -1,3 +1,4 @@
 export * from './catalogue';
 export * from './snapshot';
 export * from './wire';
+export * from './betas';

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { bedrockModelIssue, poolResidencyIssues } from './residency';
+import type { ResidencyPool } from './residency';
 import { ConfigError } from './env';
 
 const jurisdiction = z.enum(['uk', 'eu']);
@@ -16,10 +18,21 @@ const gbp = z
 
 const regionSchema = z.strictObject({ id, jurisdiction });
 
+/** A provider's region name: `eu-west-2` (AWS), `europe-west4` (Google). */
+const providerRegion = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a provider region such as eu-west-2 or europe-west4');
+
+/** A residency tier's allow-list: the provider regions its pools may process in. */
+const tierSchema = z.strictObject({
+  id: jurisdiction,
+  providerRegions: z.array(providerRegion).min(1, 'expected at least one provider region'),
+});
+
 const poolSchema = z.strictObject({
   id,
   region: id,
-  adapter: z.enum(['anthropic', 'openai']),
+  adapter: z.enum(['anthropic', 'openai', 'bedrock', 'vertex']),
   endpoints: z
     .array(z.strictObject({ url: z.url({ error: 'expected a URL' }) }))
     .min(1, 'expected at least one endpoint'),
@@ -33,6 +46,28 @@ const poolSchema = z.strictObject({
       apiVersion: z.string().min(1).optional(),
       streamUsage: z.boolean().optional(),
       chatCompletionsPath: z.string().startsWith('/', 'expected a path starting with /').optional(),
+    })
+    .optional(),
+  /**
+   * Every provider region the pool's endpoint may process a request in: its own region, a cross-region
+   * profile's destination regions, a multi-region endpoint's regions. Required of `bedrock` and
+   * `vertex` pools; each must be in the tier's `providerRegions`.
+   */
+  processingRegions: z.array(providerRegion).min(1, 'expected at least one provider region').optional(),
+  /** Options of a `bedrock` pool: the AWS region signed for (credentials come from the AWS chain). */
+  bedrock: z
+    .strictObject({
+      region: providerRegion,
+      /** Beta names passed on as `anthropic_beta`; the adapter's list when unset. */
+      supportedBetas: z.array(z.string().min(1)).optional(),
+    })
+    .optional(),
+  /** Options of a `vertex` pool (credentials from Google's application default credentials). */
+  vertex: z
+    .strictObject({
+      project: z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'expected a Google Cloud project id'),
+      location: providerRegion,
+      supportedBetas: z.array(z.string().min(1)).optional(),
     })
     .optional(),
 });
@@ -63,9 +98,51 @@ const planSchema = z.strictObject({
   bodyLimitBytes: positiveInt.optional(),
 });
 
+/** What the residency checks read of the configuration. */
+interface ResidencyView {
+  regions: z.infer<typeof regionSchema>[];
+  tiers?: z.infer<typeof tierSchema>[];
+  pools: (ResidencyPool & { id: string; region: string })[];
+  models: { servedBy: { pool: string; upstreamModel: string }[] }[];
+}
+
+/**
+ * Residency to the provider region (see bedrock-regions.ts): a pool of a regional provider declares
+ * every region it may process in, and each must be on its tier's allow-list.
+ */
+function checkResidency(config: ResidencyView, context: z.RefinementCtx): void {
+  const tiers = new Map((config.tiers ?? []).map((tier) => [tier.id, tier.providerRegions]));
+  const jurisdictions = new Map(config.regions.map((region) => [region.id, region.jurisdiction]));
+  const poolsById = new Map(config.pools.map((pool) => [pool.id, pool]));
+  config.pools.forEach((pool, index) => {
+    const jurisdiction = jurisdictions.get(pool.region);
+    // A pool of an unknown region is refused below, by name.
+    if (jurisdiction === undefined) return;
+    for (const issue of poolResidencyIssues(pool, { id: jurisdiction, providerRegions: tiers.get(jurisdiction) })) {
+      context.addIssue({ code: 'custom', path: ['pools', index, ...issue.path], message: issue.message });
+    }
+  });
+  config.models.forEach((model, modelIndex) => {
+    model.servedBy.forEach((serving, servingIndex) => {
+      const pool = poolsById.get(serving.pool);
+      if (pool?.adapter !== 'bedrock') return;
+      const message = bedrockModelIssue(serving.upstreamModel, pool.bedrock?.region, pool.processingRegions ?? []);
+      if (message !== undefined) {
+        context.addIssue({
+          code: 'custom',
+          path: ['models', modelIndex, 'servedBy', servingIndex, 'upstreamModel'],
+          message,
+        });
+      }
+    });
+  });
+}
+
 export const gatewayConfigSchema = z
   .strictObject({
     regions: z.array(regionSchema).min(1),
+    /** Provider regions each residency tier allows; required once a pool declares processing regions. */
+    tiers: z.array(tierSchema).optional(),
     pools: z.array(poolSchema).min(1),
     models: z.array(modelSchema).min(1),
     plans: z.array(planSchema).min(1),
@@ -90,6 +167,7 @@ export const gatewayConfigSchema = z
         });
       });
     }
+    checkResidency(config, context);
     const regionIds = new Set(config.regions.map((region) => region.id));
     const poolIds = new Set(config.pools.map((pool) => pool.id));
     const aliases = new Set(config.models.map((model) => model.alias));
@@ -133,6 +211,7 @@ export type PoolConfig = GatewayConfig['pools'][number];
 export type ModelConfig = GatewayConfig['models'][number];
 export type PlanConfig = GatewayConfig['plans'][number];
 export type Jurisdiction = RegionConfig['jurisdiction'];
+export type TierConfig = NonNullable<GatewayConfig['tiers']>[number];
 
 /** Replaces ${NAME} and ${NAME:-fallback} with environment values, so one file serves every stack. */
 function interpolate(text: string, env: NodeJS.ProcessEnv): string {

@@ -4,6 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { errorCatalogue, errorEnvelope, gatewayError, internalErrorMessage, quoted, retryHeaders } from '@gw/errors';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
+import { droppedBetasHeader, droppedBetasHeaderValue } from '@gw/catalogue';
 import { sourceAddress } from '@gw/addresses';
 import { requestLogFields } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
@@ -125,7 +126,7 @@ function responseSink(response: Response, pingIntervalMs: number, headerPrefix: 
       response.end();
     },
     setPrivacyFlags: (header) => response.set('x-privacy-flags', header),
-    setDroppedBetas: (names) => response.set('x-gateway-dropped-betas', names.join(',')),
+    setDroppedBetas: (names) => response.set(droppedBetasHeader, droppedBetasHeaderValue(names)),
   };
 }
 

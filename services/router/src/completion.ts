@@ -51,6 +51,7 @@ export interface CompletionRequest {
  * `message` (not streamed), then one `finished`. A failure is a GatewayError value and ends it.
  */
 export type CompletionEvent =
+  /** `droppedBetas`: the caller's betas the pool's provider does not support, which were not sent. */
   | { kind: 'started'; poolId: string; region: string; droppedBetas?: string[] }
   | { kind: 'sse'; event: string; data: Uint8Array }
   | { kind: 'message'; json: Uint8Array }

@@ -56,7 +56,7 @@ export async function countTokensLive(
           counting.buildRequest({
             ...target,
             body,
-            bodyBytes: request.body,
+            rawBody: request.body,
             headers: request.headers,
             query: request.query,
             requestId: request.requestId,

@@ -137,6 +137,19 @@ function healthOfStatus(status: number): AttemptHealth {
   return status === 429 || status >= 500 ? 'failure' : 'success';
 }
 
+/**
+ * The request with the pool's provider credentials, when it has a signer; the failure's name when they
+ * cannot be had (the error's own text may quote a provider's answer, so only its class is kept).
+ */
+async function signRequest(pool: Pool, request: UpstreamHttpRequest): Promise<Result<UpstreamHttpRequest, string>> {
+  if (pool.signer === undefined) return ok(request);
+  try {
+    return ok(await pool.signer.sign(request));
+  } catch (error) {
+    return err(error instanceof Error ? error.name : 'unknown');
+  }
+}
+
 /** The response with the lease released once its body is read to the end, abandoned or discarded. */
 function holdingLease(response: UpstreamResponse, lease: EndpointLease): UpstreamResponse {
   async function* body(): UpstreamBody {
@@ -206,8 +219,18 @@ export async function sendWithFailover<C extends PoolCall>(
   ): Promise<Result<UpstreamResponse, AttemptFailure>> => {
     // The attempt's own span, when traced: its lines are found from it.
     const attemptLog = { ...log, ...traceLogFields(attemptContext), pool_id: pool.id, endpoint: target.endpointUrl };
+    const signed = await signRequest(pool, call.request(target));
+    if (!signed.ok) {
+      lease.release();
+      metrics.upstreamAttempt(pool.id, 'credential_unavailable');
+      logger.error(
+        { ...attemptLog, reason: signed.error },
+        'upstream credentials could not be obtained: the pool cannot serve',
+      );
+      return err({ kind: 'credential' });
+    }
     const began = performance.now();
-    const sent = await deps.http.send(call.request(target), { generating: operation.generating, signal });
+    const sent = await deps.http.send(signed.value, { generating: operation.generating, signal });
     const headersMs = Math.round(performance.now() - began);
     if (!sent.ok) {
       lease.report(healthOfTransport(sent.error));

@@ -3,7 +3,6 @@ import type { CompletionRequest, CompletionStream } from './completion';
 import { parseJsonObject } from './completion';
 import { sendWithFailover } from './failover';
 import type { FailoverDeps } from './failover';
-import { reportableBetas } from './adapters/betas';
 import type { UpstreamBody } from './upstream-http';
 
 export type LiveCompletionDeps = FailoverDeps;
@@ -32,7 +31,7 @@ export async function* completeLive(
         adapter.buildRequest({
           ...target,
           body,
-          bodyBytes: request.body,
+          rawBody: request.body,
           stream: request.stream,
           headers: request.headers,
           query: request.query,
@@ -56,13 +55,15 @@ export async function* completeLive(
       return;
     case 'answered':
       try {
-        const { droppedBetas } = outcome.call;
-        const started = { kind: 'started', poolId: outcome.pool.id, region: outcome.pool.region } as const;
-        if (droppedBetas.length === 0) yield ok(started);
-        else {
-          deps.metrics.betasDropped(outcome.pool.id, droppedBetas);
-          yield ok({ ...started, droppedBetas: reportableBetas(droppedBetas) });
-        }
+        const adapter = outcome.pool.adapterWithOptions ?? deps.adapters[outcome.pool.adapter];
+        const droppedBetas = adapter.droppedBetas?.(request.headers) ?? [];
+        if (droppedBetas.length > 0) deps.metrics.betasDropped(adapter.provider ?? outcome.pool.adapter, droppedBetas);
+        yield ok({
+          kind: 'started',
+          poolId: outcome.pool.id,
+          region: outcome.pool.region,
+          ...(droppedBetas.length > 0 ? { droppedBetas } : {}),
+        });
         yield* outcome.call.relay(outcome.response.body);
       } finally {
         // However the relay ended (also when the caller stopped reading before it began): free the

@@ -18,6 +18,7 @@ import { createEndpointBalancer } from './balancer';
 import { startHealthChecks } from './health-checks';
 import { createEndpointMetrics, createRouterMetrics, registerBreakerStates, registerPoolInfo } from './metrics';
 import { createPoolDirectory, poolsWithoutCredential, replacePools } from './pools';
+import { createProviderCredentials } from './provider-credentials';
 import { createRouter } from './router';
 import { routerHandlers } from './server';
 import { StubPlans } from './stub-plans';
@@ -34,7 +35,8 @@ void runOrExit(async () => {
   const tracing = startTracing(config.tracing);
   const credential = (envName: string) => process.env[envName] || undefined;
   // One directory for the router, the balancer and the probes: a reload replaces its pools in place.
-  const pools = new Map(createPoolDirectory(loadedConfig.config));
+  const providerCredentials = createProviderCredentials();
+  const pools = new Map(createPoolDirectory(loadedConfig.config, providerCredentials));
   const reportUnsetCredentials = () => {
     for (const unset of poolsWithoutCredential(pools, credential)) {
       logger.error(unset, 'upstream credential env var is not set: the pool cannot serve');
@@ -93,7 +95,7 @@ void runOrExit(async () => {
   });
   const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
     apply: (next) => {
-      replacePools(pools, createPoolDirectory(next));
+      replacePools(pools, createPoolDirectory(next, providerCredentials));
       reportUnsetCredentials();
       healthChecks.retarget();
     },

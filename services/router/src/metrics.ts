@@ -1,6 +1,6 @@
+import { betaLabel, betasDroppedMetric } from '@gw/catalogue';
 import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
-import { betaLabel } from './adapters/betas';
 import type { EndpointStatus } from './balancer';
 import type { BreakerState } from './breaker';
 import type { TokenUsage } from './completion';
@@ -11,8 +11,8 @@ export interface RouterMetrics {
   upstreamAttempt(poolId: string, outcome: string, headersSeconds?: number): void;
   /** An attempt that failed in a way that moves on to the next endpoint or pool. */
   movedOn(poolId: string, outcome: string): void;
-  /** A translating adapter went without the caller's `anthropic-beta` names (counted per name, bounded). */
-  betasDropped(poolId: string, names: readonly string[]): void;
+  /** Betas a translating adapter did not pass on (`gateway_upstream_betas_dropped_total`). */
+  betasDropped(provider: string, names: readonly string[]): void;
   /** One Complete call, at its end. `outcome` is `ok`, `cancelled`, `incomplete` or an error type. */
   completion(
     labels: { environment: string; poolId: string; outcome: string },
@@ -157,14 +157,13 @@ export function createRouterMetrics(registry: Registry): RouterMetrics {
     registers: [registry],
   });
   const betasDropped = new Counter({
-    name: 'router_upstream_betas_dropped_total',
-    help: 'anthropic-beta names a translating adapter went without, by pool and beta (unpublished names as other).',
-    labelNames: ['pool', 'beta'],
+    ...betasDroppedMetric,
+    labelNames: [...betasDroppedMetric.labelNames],
     registers: [registry],
   });
   return {
-    betasDropped(poolId, names) {
-      for (const name of names) betasDropped.inc({ pool: poolId, beta: betaLabel(name) });
+    betasDropped(provider, names) {
+      for (const name of names) betasDropped.inc({ provider, beta: betaLabel(name) });
     },
     upstreamAttempt(poolId, outcome, seconds) {
       attempts.inc({ pool: poolId, outcome });

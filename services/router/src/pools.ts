@@ -1,5 +1,11 @@
+import { createBedrockAdapter } from './adapters/bedrock';
+import { bedrockAdapterConfig } from './adapters/bedrock/config';
+import { sigV4Signer } from './adapters/bedrock/sign';
 import { createOpenAIAdapter, openAIAdapterConfig } from './adapters/openai';
-import type { UpstreamAdapter } from './adapters';
+import { createVertexAdapter, vertexAdapterConfig } from './adapters/vertex';
+import { bearerSigner } from './adapters/vertex/auth';
+import type { RequestSigner, UpstreamAdapter } from './adapters';
+import type { ProviderCredentials } from './provider-credentials';
 import type { GatewayConfig, Jurisdiction, PoolConfig } from '@gw/config';
 import { gatewayError, quoted } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
@@ -17,6 +23,8 @@ export interface Pool {
   credentialEnv: string | undefined;
   /** This pool's own adapter when its YAML sets protocol options; otherwise the registry's. */
   adapterWithOptions?: UpstreamAdapter;
+  /** Adds the provider's credentials to each request (Bedrock's SigV4, Vertex's bearer token). */
+  signer?: RequestSigner;
 }
 
 export type PoolDirectory = ReadonlyMap<string, Pool>;
@@ -26,7 +34,40 @@ function definedOptions<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
 
-export function createPoolDirectory(config: GatewayConfig): PoolDirectory {
+/** The adapter and signer of a pool that has protocol options or provider credentials. */
+function poolProtocol(
+  pool: PoolConfig,
+  credentials: ProviderCredentials | undefined,
+): Pick<Pool, 'adapterWithOptions' | 'signer'> {
+  if (pool.adapter === 'openai' && pool.openai)
+    return { adapterWithOptions: createOpenAIAdapter({ ...openAIAdapterConfig, ...definedOptions(pool.openai) }) };
+  if (pool.adapter === 'bedrock' && pool.bedrock) {
+    const betas = pool.bedrock.supportedBetas;
+    return {
+      adapterWithOptions: betas ? createBedrockAdapter({ ...bedrockAdapterConfig, supportedBetas: betas }) : undefined,
+      signer: credentials && sigV4Signer(pool.bedrock.region, credentials.aws),
+    };
+  }
+  if (pool.adapter === 'vertex' && pool.vertex) {
+    const { project, location, supportedBetas } = pool.vertex;
+    return {
+      adapterWithOptions: createVertexAdapter({
+        ...vertexAdapterConfig,
+        project,
+        location,
+        ...(supportedBetas ? { supportedBetas } : {}),
+      }),
+      signer: credentials && bearerSigner(() => credentials.googleAccessToken()),
+    };
+  }
+  return {};
+}
+
+/**
+ * The pools of a configuration. `credentials`: the regional providers' chains (absent in tests that
+ * have no such pools, or that send unsigned requests on purpose).
+ */
+export function createPoolDirectory(config: GatewayConfig, credentials?: ProviderCredentials): PoolDirectory {
   const jurisdictions = new Map(config.regions.map((region) => [region.id, region.jurisdiction]));
   return new Map(
     config.pools.map((pool) => [
@@ -39,10 +80,7 @@ export function createPoolDirectory(config: GatewayConfig): PoolDirectory {
         adapter: pool.adapter,
         endpoints: pool.endpoints.map((endpoint) => endpoint.url.replace(/\/+$/, '')),
         credentialEnv: pool.credentialEnv,
-        adapterWithOptions:
-          pool.adapter === 'openai' && pool.openai
-            ? createOpenAIAdapter({ ...openAIAdapterConfig, ...definedOptions(pool.openai) })
-            : undefined,
+        ...poolProtocol(pool, credentials),
       },
     ]),
   );

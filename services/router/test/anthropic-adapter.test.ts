@@ -29,7 +29,7 @@ function call(extra: Partial<AdapterCall> = {}): AdapterCall {
     endpointUrl: 'https://upstream.example/prefix',
     upstreamModel: 'claude-sonnet-5-20250929',
     body,
-    bodyBytes: Buffer.from(JSON.stringify(body)),
+    rawBody: Buffer.from(JSON.stringify(body)),
     stream: false,
     headers: {},
     query: '',

@@ -61,7 +61,7 @@ export function recordingLogger() {
 
 export const noMetrics: RouterMetrics = {
   upstreamAttempt: () => undefined,
-  betasDropped: () => undefined,
   movedOn: () => undefined,
+  betasDropped: () => undefined,
   completion: () => undefined,
 };

@@ -26,7 +26,7 @@ function call(body: JsonObject, extra: Partial<AdapterCall> = {}): AdapterCall {
     endpointUrl: 'https://vllm.example/prefix',
     upstreamModel: 'meta-llama/Llama-4-Maverick',
     body: full,
-    bodyBytes: Buffer.from(JSON.stringify(full)),
+    rawBody: Buffer.from(JSON.stringify(full)),
     stream: false,
     headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'b1' },
     query: '',

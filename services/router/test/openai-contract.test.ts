@@ -44,7 +44,7 @@ function callOf(body: JsonObject, stream: boolean): AdapterCall {
     endpointUrl: sim.url,
     upstreamModel: 'meta-llama/Llama-4-Maverick',
     body: full,
-    bodyBytes: Buffer.from(JSON.stringify(full)),
+    rawBody: Buffer.from(JSON.stringify(full)),
     stream,
     headers: {},
     query: '',

@@ -46,7 +46,7 @@ describe('per-pool protocol options from the YAML', () => {
       endpointUrl: 'http://127.0.0.1:2',
       upstreamModel: 'm',
       body: withImage,
-      bodyBytes: Buffer.from(JSON.stringify(withImage)),
+      rawBody: Buffer.from(JSON.stringify(withImage)),
       stream: false,
       headers: {},
       query: '',

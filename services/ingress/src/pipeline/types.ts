@@ -62,7 +62,7 @@ export interface ResponseSink {
   endStream(): void;
   /** Privacy mode `flag`: the counts by entity type, sent as `x-privacy-flags`. */
   setPrivacyFlags(header: string): void;
-  /** `anthropic-beta` names the answering upstream went without, sent as `x-gateway-dropped-betas`. */
+  /** The betas the upstream's adapter did not pass on, named in `x-gateway-dropped-betas`. */
   setDroppedBetas(names: readonly string[]): void;
 }
 

@@ -1,6 +1,8 @@
 import type { PoolConfig } from '@gw/config';
 import { createAnthropicAdapter } from './anthropic';
+import { createBedrockAdapter } from './bedrock';
 import { createOpenAIAdapter } from './openai';
+import { createVertexAdapter, vertexAdapterConfig } from './vertex';
 import type { UpstreamAdapter } from './types';
 
 export type {
@@ -8,6 +10,7 @@ export type {
   CountTokensCall,
   CountTokensCapability,
   RelayCall,
+  RequestSigner,
   UpstreamAdapter,
   UpstreamErrorBody,
 } from './types';
@@ -16,5 +19,12 @@ export type {
 export type AdapterRegistry = Record<PoolConfig['adapter'], UpstreamAdapter>;
 
 export function createAdapterRegistry(): AdapterRegistry {
-  return { anthropic: createAnthropicAdapter(), openai: createOpenAIAdapter() };
+  // A Vertex pool always has its own adapter (its project and location are in its paths); the
+  // registry's serves only a pool configured without them, which the config schema refuses.
+  return {
+    anthropic: createAnthropicAdapter(),
+    openai: createOpenAIAdapter(),
+    bedrock: createBedrockAdapter(),
+    vertex: createVertexAdapter(vertexAdapterConfig),
+  };
 }

@@ -9,8 +9,11 @@ export interface AdapterCall {
   upstreamModel: string;
   /** The caller's Messages request body, parsed: for adapters that translate it. */
   body: JsonObject;
-  /** The same body's bytes as they came (after the privacy mode): for adapters that pass it on. */
-  bodyBytes: Uint8Array;
+  /**
+   * The same body's bytes as received: adapters that edit only its top level copy the rest unchanged.
+   * The router always sets it; absent (adapter tests), the parsed body is written out.
+   */
+  rawBody?: Uint8Array;
   stream: boolean;
   /** The caller's headers the protocol cares about, names in lower case. */
   headers: Record<string, string>;
@@ -19,6 +22,15 @@ export interface AdapterCall {
   /** The pool's credential; undefined when the pool names none. */
   credential: string | undefined;
   requestId: string;
+}
+
+/**
+ * Adds a pool's credentials to a built request: a signature over it (SigV4) or a bearer token. Rejects
+ * when the credentials cannot be had (the chain found none, the token endpoint failed); the error's
+ * message never holds a secret.
+ */
+export interface RequestSigner {
+  sign(request: UpstreamHttpRequest): Promise<UpstreamHttpRequest>;
 }
 
 /** What the relay of an answer needs to know of the call it answers. */
@@ -61,12 +73,6 @@ export interface UpstreamAdapter {
    * what can be carried.
    */
   checkRequest?(call: Pick<AdapterCall, 'body' | 'stream'>): Result<void>;
-  /**
-   * Optional, for adapters that translate: the caller's `anthropic-beta` names this upstream does not take and
-   * that the request goes without (never one that would change the answer: such a request is refused by
-   * `checkRequest`). Absent: the header is passed on for the upstream to judge.
-   */
-  droppedBetas?(headers: Record<string, string>): string[];
   buildRequest(call: AdapterCall): UpstreamHttpRequest;
   /** Whether a 200 with this content type is the kind of answer the call asked for. */
   acceptsContentType(contentType: string | undefined, stream: boolean): boolean;
@@ -79,4 +85,11 @@ export interface UpstreamAdapter {
   relay(body: UpstreamBody, call: RelayCall): CompletionStream;
   /** Absent when the protocol cannot count tokens: the router then answers its own estimate. */
   countTokens?: CountTokensCapability;
+  /**
+   * Optional: the caller's `anthropic-beta` names this adapter does not pass on (its provider does not
+   * support them), for the response header and the metric. Absent: every beta is passed on.
+   */
+  droppedBetas?(headers: Record<string, string>): string[];
+  /** The provider label of `gateway_upstream_betas_dropped_total`. */
+  provider?: string;
 }

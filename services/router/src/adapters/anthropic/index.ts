@@ -21,7 +21,7 @@ import {
  * Relays each upstream event verbatim (the data bytes are the upstream's JSON as received), but
  * message_start, which names the caller's model alias.
  */
-async function* relayEvents(body: UpstreamBody, model: string): CompletionStream {
+export async function* relayEvents(body: UpstreamBody, model: string): CompletionStream {
   const parsed: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => parsed.push(event) });
   const decoder = new TextDecoder();
@@ -47,7 +47,8 @@ async function* relayEvents(body: UpstreamBody, model: string): CompletionStream
   yield usage.ok ? ok({ kind: 'finished', usage: usage.value }) : usage;
 }
 
-async function* relayMessage(body: UpstreamBody, model: string): CompletionStream {
+/** A whole Message body relayed with the caller's alias; shared by the adapters whose answers are Messages. */
+export async function* relayMessage(body: UpstreamBody, model: string): CompletionStream {
   const chunks: Uint8Array[] = [];
   for await (const chunk of body) {
     if (!chunk.ok) {

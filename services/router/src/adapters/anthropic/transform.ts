@@ -36,14 +36,13 @@ function upstreamHeaders(
  * relay reads what it expects), every other byte as the caller sent it.
  */
 function upstreamBody(call: CountTokensCall, stream?: boolean): Buffer {
-  const set: Record<string, string> = { model: JSON.stringify(call.upstreamModel) };
-  if (stream !== undefined && (stream || topLevelValue(call.bodyBytes, 'stream') !== undefined)) {
-    set.stream = JSON.stringify(stream);
-  }
-  // Ingress has parsed the body as one JSON object; failing that, the parsed copy is the next best thing.
-  return (
-    editTopLevel(call.bodyBytes, { set }) ?? Buffer.from(JSON.stringify({ ...call.body, model: call.upstreamModel }))
-  );
+  const members: Record<string, unknown> = { model: call.upstreamModel };
+  if (stream !== undefined && (stream || 'stream' in call.body)) members.stream = stream;
+  const set = Object.fromEntries(Object.entries(members).map(([key, value]) => [key, JSON.stringify(value)]));
+  // Ingress has parsed the body as one JSON object; failing that (or without the bytes, in adapter tests), the
+  // parsed copy is the next best thing.
+  const edited = call.rawBody && editTopLevel(call.rawBody, { set });
+  return edited ?? Buffer.from(JSON.stringify({ ...call.body, ...members }));
 }
 
 /** `?beta=true` and the like: the caller's query as it came, for the upstream to judge. */

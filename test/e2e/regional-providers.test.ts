@@ -1,0 +1,146 @@
+import Anthropic from '@anthropic-ai/sdk';
+import type { RecordedRequest } from '@gw/sim-upstream';
+import { harness } from './harness';
+import { admin } from './http';
+
+/**
+ * The regional providers through the whole stack with the official SDK: `claude-sonnet-regional` is served
+ * by Bedrock in London for the UK tier, and by Bedrock in Ireland then Vertex AI in the Netherlands for
+ * the EU tier (deploy/local/gateway.yaml). The simulators check SigV4 and bearer tokens, so every
+ * answer here also proves the router's credential chains and signing.
+ */
+
+const h = harness();
+const model = 'claude-sonnet-regional';
+const [, , , bedrockUk, bedrockEu, vertexEu] = h.simUrls as [string, string, string, string, string, string];
+
+async function keyFor(residency: 'uk' | 'eu'): Promise<string> {
+  const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: `regional-${residency}`, plan: 'pro' });
+  const key = await admin<{ key?: string }>(h, 'POST', '/keys', {
+    account_id: account.body.id,
+    name: 'regional providers',
+    environment: 'live',
+    residency,
+    privacy_mode: 'off',
+  });
+  expect(key.status).toBe(201);
+  return key.body.key!;
+}
+
+async function recorded(simUrl: string): Promise<RecordedRequest[]> {
+  return (await (await fetch(`${simUrl}/_sim/requests`)).json()) as RecordedRequest[];
+}
+
+let uk: Anthropic;
+let eu: Anthropic;
+beforeAll(async () => {
+  uk = new Anthropic({ baseURL: h.baseUrl, apiKey: await keyFor('uk'), maxRetries: 0 });
+  eu = new Anthropic({ baseURL: h.baseUrl, apiKey: await keyFor('eu'), maxRetries: 0 });
+});
+beforeEach(() =>
+  Promise.all([bedrockUk, bedrockEu, vertexEu].map((url) => fetch(`${url}/_sim/requests`, { method: 'DELETE' }))),
+);
+
+const ask = (text: string) => ({ model, max_tokens: 256, messages: [{ role: 'user' as const, content: text }] });
+
+describe('a UK key served by Bedrock in London', () => {
+  it('answers a message, having called InvokeModel with the Bedrock body', async () => {
+    const text = 'Hello from the London pool';
+    const { data: message, response } = await uk.messages.create(ask(text)).withResponse();
+    expect(response.headers.get('x-gateway-region')).toBe('uk-south');
+    expect(message).toMatchObject({ model, content: [{ type: 'text', text }], stop_reason: 'end_turn' });
+    const [upstream, ...others] = await recorded(bedrockUk);
+    expect(others).toEqual([]);
+    expect(upstream).toMatchObject({
+      path: '/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke',
+      outcome: 'completed',
+    });
+    expect(upstream!.body).toEqual({
+      max_tokens: 256,
+      messages: [{ role: 'user', content: text }],
+      anthropic_version: 'bedrock-2023-05-31',
+    });
+    expect(await recorded(bedrockEu)).toEqual([]);
+  });
+
+  it('streams a message relayed from the event stream, events in the API order', async () => {
+    const text = 'Streamed out of London word by word';
+    const stream = uk.messages.stream(ask(text));
+    const types: string[] = [];
+    stream.on('streamEvent', (event) => types.push(event.type));
+    const message = await stream.finalMessage();
+    expect(message.content).toEqual([{ type: 'text', text }]);
+    expect(message.model).toBe(model);
+    expect(message.usage.output_tokens).toBe(text.split(' ').length);
+    expect(types[0]).toBe('message_start');
+    expect(types.slice(-2)).toEqual(['message_delta', 'message_stop']);
+    expect((await recorded(bedrockUk))[0]?.path).toMatch(/\/invoke-with-response-stream$/);
+  });
+
+  it('calls a tool and thinks, as through the Anthropic API', async () => {
+    const tool: Anthropic.Tool = {
+      name: 'get_weather',
+      description: 'The weather in a city.',
+      input_schema: { type: 'object', properties: { echo: { type: 'string' } } },
+    };
+    const called = await uk.messages.create({ ...ask('Weather in Leeds? sim:tool-call'), tools: [tool] });
+    expect(called.stop_reason).toBe('tool_use');
+    expect(called.content[0]).toMatchObject({ type: 'tool_use', name: 'get_weather' });
+    const thought = await uk.messages
+      .stream({ ...ask('Think about Bath'), max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 } })
+      .finalMessage();
+    expect(thought.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+    expect(thought.content[0]).toMatchObject({ thinking: 'Think about Bath' });
+  });
+
+  it('passes the betas Bedrock supports and names the dropped ones in x-gateway-dropped-betas', async () => {
+    const { response } = await uk.messages
+      .create(ask('Betas'), {
+        headers: { 'anthropic-beta': 'interleaved-thinking-2025-05-14,claude-code-20250219' },
+      })
+      .withResponse();
+    expect(response.headers.get('x-gateway-dropped-betas')).toBe('claude-code-20250219');
+    expect((await recorded(bedrockUk))[0]?.body).toMatchObject({ anthropic_beta: ['interleaved-thinking-2025-05-14'] });
+  });
+
+  it('answers count_tokens with the estimate, Bedrock having no count the gateway uses', async () => {
+    const count = await uk.messages.countTokens({ model, messages: [{ role: 'user', content: 'Count me in London' }] });
+    expect(count.input_tokens).toBeGreaterThan(0);
+    expect(await recorded(bedrockUk)).toEqual([]);
+  });
+
+  it('maps a Bedrock refusal before the first byte and an exception frame after it', async () => {
+    await expect(uk.messages.create(ask('Refuse this sim:error=400'))).rejects.toMatchObject({
+      status: 400,
+      error: { error: { type: 'invalid_request_error' } },
+    });
+    const stream = uk.messages.stream(ask('One two three four sim:stream-error-after=2'));
+    await expect(stream.finalMessage()).rejects.toMatchObject({ error: { error: { type: 'overloaded_error' } } });
+  });
+});
+
+describe('an EU key served by Bedrock in Ireland, then Vertex AI', () => {
+  it('answers from Bedrock in Ireland first', async () => {
+    const message = await eu.messages.create(ask('Hello from Dublin'));
+    expect(message.content).toEqual([{ type: 'text', text: 'Hello from Dublin' }]);
+    expect(await recorded(bedrockEu)).toHaveLength(1);
+    expect(await recorded(vertexEu)).toEqual([]);
+  });
+
+  it('fails over from a failing Bedrock pool to the Vertex pool in the same tier, whole and streamed', async () => {
+    const text = 'Fail over please sim:bedrock-unavailable';
+    const message = await eu.messages.create(ask(text));
+    expect(message.content).toEqual([{ type: 'text', text }]);
+    const streamed = await eu.messages.stream(ask(text)).finalMessage();
+    expect(streamed.content).toEqual([{ type: 'text', text }]);
+    expect((await recorded(bedrockEu)).map((request) => request.outcome)).toEqual(['completed', 'completed']);
+    const vertex = await recorded(vertexEu);
+    expect(vertex.map((request) => request.path)).toEqual([
+      '/v1/projects/demo-project/locations/europe-west4/publishers/anthropic/models/claude-sonnet-4-5%4020250929:rawPredict',
+      '/v1/projects/demo-project/locations/europe-west4/publishers/anthropic/models/claude-sonnet-4-5%4020250929:streamRawPredict',
+    ]);
+    expect(vertex[1]!.body).toMatchObject({ anthropic_version: 'vertex-2023-10-16', stream: true });
+    expect(vertex[1]!.body).not.toHaveProperty('model');
+    expect(await recorded(bedrockUk)).toEqual([]);
+  });
+});
