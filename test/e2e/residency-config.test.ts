@@ -15,8 +15,8 @@ const run = promisify(execFile);
 const edits: [string, (yaml: string) => string, string][] = [
   [
     'a region outside the tier',
-    (yaml) => yaml.replace('processingRegions: [eu-west-2]', 'processingRegions: [eu-central-1]'),
-    'pools.bedrock-uk-london.processingRegions.0: region eu-central-1 is not allowed in tier uk (allowed: eu-west-2)',
+    (yaml) => yaml.replace('providerRegions: [eu-west-2]', 'providerRegions: [eu-west-1]'),
+    'pools.bedrock-uk-london.processingRegions.0: region eu-west-2 is not allowed in tier uk (allowed: eu-west-1)',
   ],
   [
     'a global. profile',
