@@ -1,7 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
+import { estimateInputTokens } from '@gw/sim-upstream';
 import type { RecordedRequest } from '@gw/sim-upstream';
 import { harness } from './harness';
 import { admin } from './http';
+import { waitForUsageRow } from './usage';
 
 /**
  * The regional providers through the whole stack with the official SDK: `claude-sonnet-regional` is served
@@ -175,5 +177,31 @@ describe('content and privacy through the regional providers', () => {
     const message = await uk.messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content }] });
     expect(textOf(message)).toBe('Describe both');
     expect((await recorded(bedrockUk))[0]?.body).toMatchObject({ messages: [{ role: 'user', content }] });
+  });
+});
+
+describe('billing through Bedrock', () => {
+  it('bills input + N when an exception frame ends the stream after N deltas', async () => {
+    const params = { ...ask('one two three four five six seven sim:stream-error-after=3'), stream: true as const };
+    const { data: stream, response } = await uk.messages.create(params).withResponse();
+    const requestId = response.headers.get('request-id')!;
+    let deltas = 0;
+    const read = async () => {
+      for await (const event of stream) if (event.type === 'content_block_delta') deltas += 1;
+    };
+    await expect(read()).rejects.toMatchObject({ error: { error: { type: 'overloaded_error' } } });
+    expect(deltas).toBe(3);
+    const row = await waitForUsageRow(h.databaseUrl, requestId);
+    expect({
+      outcome: row.outcome,
+      error_type: row.error_type,
+      input_tokens: Number(row.input_tokens),
+      output_tokens: Number(row.output_tokens),
+    }).toEqual({
+      outcome: 'upstream_error',
+      error_type: 'overloaded_error',
+      input_tokens: estimateInputTokens(params),
+      output_tokens: 3,
+    });
   });
 });
