@@ -1,7 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
+import { estimateInputTokens } from '@gw/sim-upstream';
 import type { RecordedRequest } from '@gw/sim-upstream';
 import { harness } from './harness';
 import { admin } from './http';
+import { waitForUsageRow } from './usage';
 
 /**
  * The regional providers through the whole stack with the official SDK: `claude-sonnet-regional` is served
@@ -14,14 +16,14 @@ const h = harness();
 const model = 'claude-sonnet-regional';
 const [, , , bedrockUk, bedrockEu, vertexEu] = h.simUrls as [string, string, string, string, string, string];
 
-async function keyFor(residency: 'uk' | 'eu'): Promise<string> {
+async function keyFor(residency: 'uk' | 'eu', privacyMode: 'off' | 'tokenise' = 'off'): Promise<string> {
   const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: `regional-${residency}`, plan: 'pro' });
   const key = await admin<{ key?: string }>(h, 'POST', '/keys', {
     account_id: account.body.id,
     name: 'regional providers',
     environment: 'live',
     residency,
-    privacy_mode: 'off',
+    privacy_mode: privacyMode,
   });
   expect(key.status).toBe(201);
   return key.body.key!;
@@ -142,5 +144,64 @@ describe('an EU key served by Bedrock in Ireland, then Vertex AI', () => {
     expect(vertex[1]!.body).toMatchObject({ anthropic_version: 'vertex-2023-10-16', stream: true });
     expect(vertex[1]!.body).not.toHaveProperty('model');
     expect(await recorded(bedrockUk)).toEqual([]);
+  });
+});
+
+describe('content and privacy through the regional providers', () => {
+  const email = 'jane.doe@example.co.uk';
+  const prompt = `Please repeat: write to ${email} today.`;
+  const textOf = (message: Anthropic.Message) =>
+    message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+
+  it('tokenise: Bedrock and Vertex see placeholders, the caller gets the originals back, streamed and not', async () => {
+    const ukTokenised = new Anthropic({ baseURL: h.baseUrl, apiKey: await keyFor('uk', 'tokenise'), maxRetries: 0 });
+    expect(textOf(await ukTokenised.messages.create(ask(prompt)))).toBe(prompt);
+    expect(textOf(await ukTokenised.messages.stream(ask(prompt)).finalMessage())).toBe(prompt);
+    const bedrockSaw = JSON.stringify(await recorded(bedrockUk));
+    expect(bedrockSaw).not.toContain(email);
+    expect(bedrockSaw).toContain('write to');
+
+    const euTokenised = new Anthropic({ baseURL: h.baseUrl, apiKey: await keyFor('eu', 'tokenise'), maxRetries: 0 });
+    const failingOver = `${prompt} sim:bedrock-unavailable`;
+    expect(textOf(await euTokenised.messages.stream(ask(failingOver)).finalMessage())).toBe(failingOver);
+    expect(JSON.stringify(await recorded(vertexEu))).not.toContain(email);
+  });
+
+  it('passes images and documents to Bedrock as the caller sent them', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+    const content: Anthropic.ContentBlockParam[] = [
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+      { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'A short document.' } },
+      { type: 'text', text: 'Describe both' },
+    ];
+    const message = await uk.messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content }] });
+    expect(textOf(message)).toBe('Describe both');
+    expect((await recorded(bedrockUk))[0]?.body).toMatchObject({ messages: [{ role: 'user', content }] });
+  });
+});
+
+describe('billing through Bedrock', () => {
+  it('bills input + N when an exception frame ends the stream after N deltas', async () => {
+    const params = { ...ask('one two three four five six seven sim:stream-error-after=3'), stream: true as const };
+    const { data: stream, response } = await uk.messages.create(params).withResponse();
+    const requestId = response.headers.get('request-id')!;
+    let deltas = 0;
+    const read = async () => {
+      for await (const event of stream) if (event.type === 'content_block_delta') deltas += 1;
+    };
+    await expect(read()).rejects.toMatchObject({ error: { error: { type: 'overloaded_error' } } });
+    expect(deltas).toBe(3);
+    const row = await waitForUsageRow(h.databaseUrl, requestId);
+    expect({
+      outcome: row.outcome,
+      error_type: row.error_type,
+      input_tokens: Number(row.input_tokens),
+      output_tokens: Number(row.output_tokens),
+    }).toEqual({
+      outcome: 'upstream_error',
+      error_type: 'overloaded_error',
+      input_tokens: estimateInputTokens(params),
+      output_tokens: 3,
+    });
   });
 });

@@ -40,16 +40,25 @@ export function toInvokeRequest(config: BedrockAdapterConfig, call: AdapterCall)
   };
 }
 
-/** The Messages event a `chunk` frame carries: `{"bytes": "<base64 of the event's JSON>"}`. */
-function eventOfChunk(frame: EventStreamFrame): { type: string; data: string } | undefined {
+/** `"bytes": "<base64>"` in a chunk's payload, read without parsing the payload (`p` pads it). */
+const bytesField = /"bytes"\s*:\s*"([A-Za-z0-9+/=]*)"/;
+
+/**
+ * The Messages event a `chunk` frame carries: `{"bytes": "<base64 of the event's JSON>"}`, decoded
+ * once; `bytes` are relayed as Bedrock sent them, `type` names the SSE event.
+ */
+function eventOfChunk(frame: EventStreamFrame): { type: string; data: string; bytes: Buffer } | undefined {
   try {
-    const chunk = JSON.parse(Buffer.from(frame.payload).toString('utf8')) as { bytes?: unknown };
-    if (typeof chunk.bytes !== 'string') return undefined;
-    const data = Buffer.from(chunk.bytes, 'base64').toString('utf8');
-    // The event's type names the SSE event; the data is relayed as Bedrock sent it.
+    const payload = Buffer.from(frame.payload.buffer, frame.payload.byteOffset, frame.payload.byteLength).toString(
+      'utf8',
+    );
+    const encoded = bytesField.exec(payload)?.[1] ?? (JSON.parse(payload) as { bytes?: unknown }).bytes;
+    if (typeof encoded !== 'string') return undefined;
+    const bytes = Buffer.from(encoded, 'base64');
+    const data = bytes.toString('utf8');
     const leading = /^\s*\{\s*"type"\s*:\s*"([a-z_]+)"/.exec(data)?.[1];
     const type = leading ?? (JSON.parse(data) as { type?: unknown }).type;
-    return typeof type === 'string' ? { type, data } : undefined;
+    return typeof type === 'string' ? { type, data, bytes } : undefined;
   } catch {
     return undefined;
   }
@@ -124,8 +133,14 @@ async function* relayEventStream(body: UpstreamBody, model: string, config: Bedr
         yield err(step.error);
         return;
       }
-      if (step.kind === 'relay')
-        yield ok({ kind: 'sse', event: step.event, data: Buffer.from(step.data ?? data ?? event.data) });
+      if (step.kind === 'relay') {
+        const replaced = step.data ?? data;
+        yield ok({
+          kind: 'sse',
+          event: step.event,
+          data: replaced === undefined ? event.bytes : Buffer.from(replaced),
+        });
+      }
     }
   }
   if (decoder.midFrame) {
