@@ -25,9 +25,8 @@ function agentFor(url: string): Agent {
 /** Markers are ASCII, so a window of the previous chunk's end finds one split across chunks. */
 const markerWindow = 48;
 
-function send(job: LoadJob, agent: Agent): Promise<Sample> {
+function send(job: LoadJob, agent: Agent, started = performance.now()): Promise<Sample> {
   return new Promise((resolve) => {
-    const started = performance.now();
     const outgoing = request(job.url, { method: 'POST', agent, headers: job.headers, timeout: job.timeoutMs });
     outgoing.once('response', (response) => {
       response.setEncoding('latin1');
@@ -65,7 +64,57 @@ function send(job: LoadJob, agent: Agent): Promise<Sample> {
   });
 }
 
+function record(result: LoadResult, sample: Sample): void {
+  result.requests += 1;
+  if (sample.ok) {
+    result.latenciesMs.push(sample.totalMs);
+    if (sample.firstTokenMs !== undefined) result.firstTokenMs.push(sample.firstTokenMs);
+  } else {
+    result.errors += 1;
+    result.firstError ??= sample.error;
+  }
+}
+
+/** Requests in flight beyond this fail at once: an open loop against a stalled target must stay bounded. */
+const maxOutstanding = 20_000;
+
+/** Open loop: sends what is due every millisecond, then waits for the answers of what was sent. */
+async function runOpenLoop(job: LoadJob, ratePerSecond: number): Promise<LoadResult> {
+  const agent = agentFor(job.url);
+  const result: LoadResult = { requests: 0, errors: 0, elapsedMs: 0, latenciesMs: [], firstTokenMs: [] };
+  const intervalMs = 1_000 / ratePerSecond;
+  const total = Math.min(job.requests ?? Infinity, Math.floor(((job.durationMs ?? 0) * ratePerSecond) / 1_000));
+  const pending = new Set<Promise<void>>();
+  const started = performance.now();
+  let issued = 0;
+  await new Promise<void>((done) => {
+    const tick = () => {
+      const now = performance.now();
+      while (issued < total && started + issued * intervalMs <= now) {
+        const scheduled = started + issued * intervalMs;
+        issued += 1;
+        if (pending.size >= maxOutstanding) {
+          record(result, { ok: false, error: `more than ${maxOutstanding} requests outstanding` });
+          continue;
+        }
+        const answered = send(job, agent, scheduled).then((sample) => {
+          record(result, sample);
+          pending.delete(answered);
+        });
+        pending.add(answered);
+      }
+      if (issued < total) setTimeout(tick, 1);
+      else done();
+    };
+    tick();
+  });
+  await Promise.all(pending);
+  result.elapsedMs = performance.now() - started;
+  return result;
+}
+
 async function run(job: LoadJob): Promise<LoadResult> {
+  if (job.ratePerSecond !== undefined) return runOpenLoop(job, job.ratePerSecond);
   const agent = agentFor(job.url);
   const result: LoadResult = { requests: 0, errors: 0, elapsedMs: 0, latenciesMs: [], firstTokenMs: [] };
   const started = performance.now();
@@ -78,14 +127,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
       issued += 1;
       const sample = await send(job, agent);
       lastAnswer = performance.now();
-      result.requests += 1;
-      if (sample.ok) {
-        result.latenciesMs.push(sample.totalMs);
-        if (sample.firstTokenMs !== undefined) result.firstTokenMs.push(sample.firstTokenMs);
-      } else {
-        result.errors += 1;
-        result.firstError ??= sample.error;
-      }
+      record(result, sample);
     }
   };
   await Promise.all(Array.from({ length: job.concurrency }, loop));
