@@ -25,9 +25,9 @@ function agentFor(url: string): Agent {
 /** Markers are ASCII, so a window of the previous chunk's end finds one split across chunks. */
 const markerWindow = 48;
 
-function send(job: LoadJob, agent: Agent, started = performance.now()): Promise<Sample> {
+function send(job: LoadJob, agent: Agent, started = performance.now(), signal?: AbortSignal): Promise<Sample> {
   return new Promise((resolve) => {
-    const outgoing = request(job.url, { method: 'POST', agent, headers: job.headers, timeout: job.timeoutMs });
+    const outgoing = request(job.url, { method: 'POST', agent, headers: job.headers, timeout: job.timeoutMs, signal });
     outgoing.once('response', (response) => {
       response.setEncoding('latin1');
       let firstTokenMs: number | undefined;
@@ -78,13 +78,18 @@ function record(result: LoadResult, sample: Sample): void {
 /** Requests in flight beyond this fail at once: an open loop against a stalled target must stay bounded. */
 const maxOutstanding = 20_000;
 
-/** Open loop: sends what is due every millisecond, then waits for the answers of what was sent. */
+/**
+ * Open loop: sends what is due every millisecond, then waits up to timeoutMs for the answers of what was
+ * sent; requests still unanswered then are cut and fail, so that a step ends in bounded time and leaves
+ * no load behind for the next one.
+ */
 async function runOpenLoop(job: LoadJob, ratePerSecond: number): Promise<LoadResult> {
   const agent = agentFor(job.url);
   const result: LoadResult = { requests: 0, errors: 0, elapsedMs: 0, latenciesMs: [], firstTokenMs: [] };
   const intervalMs = 1_000 / ratePerSecond;
   const total = Math.min(job.requests ?? Infinity, Math.floor(((job.durationMs ?? 0) * ratePerSecond) / 1_000));
   const pending = new Set<Promise<void>>();
+  const cut = new AbortController();
   const started = performance.now();
   let issued = 0;
   await new Promise<void>((done) => {
@@ -97,7 +102,7 @@ async function runOpenLoop(job: LoadJob, ratePerSecond: number): Promise<LoadRes
           record(result, { ok: false, error: `more than ${maxOutstanding} requests outstanding` });
           continue;
         }
-        const answered = send(job, agent, scheduled).then((sample) => {
+        const answered = send(job, agent, scheduled, cut.signal).then((sample) => {
           record(result, sample);
           pending.delete(answered);
         });
@@ -108,7 +113,12 @@ async function runOpenLoop(job: LoadJob, ratePerSecond: number): Promise<LoadRes
     };
     tick();
   });
+  const timer = setTimeout(
+    () => cut.abort(new Error(`no answer within ${job.timeoutMs} ms of the step's end`)),
+    job.timeoutMs,
+  );
   await Promise.all(pending);
+  clearTimeout(timer);
   result.elapsedMs = performance.now() - started;
   return result;
 }
