@@ -49,7 +49,7 @@ const schema = z.object({
   /** A step passes with a p99 below this and no error. */
   BENCH_P99_LIMIT_MS: env.positiveInt(1_000),
   /** The whole run stops (and cleans up) after this long. */
-  BENCH_TIMEOUT_SECONDS: env.positiveInt(600),
+  BENCH_TIMEOUT_SECONDS: env.positiveInt(900),
   /**
    * on: after the gateway's own figures, the same mock is measured direct, through the peer gateway
    * (Portkey's, from npm) and through this gateway, side by side. only: the peer comparison alone. off: none.
