@@ -75,8 +75,13 @@ export async function startLoadGenerator(): Promise<LoadGenerator> {
   const { helper } = await HelperProcess.start('the load generator', 'load-worker.js', []);
   return {
     pid: helper.pid,
-    // A job ends by its own bounds; the margin covers its last requests' timeouts.
-    run: async (job) => (await helper.request(job, (job.durationMs ?? 600_000) + job.timeoutMs + 5_000)) as LoadResult,
+    // A job ends by its own bounds; the margin covers its last requests' timeouts, and an open loop's
+    // late sends when the generator's own event loop falls behind.
+    run: async (job) =>
+      (await helper.request(
+        job,
+        (job.durationMs ?? 600_000) + job.timeoutMs + (job.ratePerSecond === undefined ? 5_000 : 30_000),
+      )) as LoadResult,
     stop: () => helper.stop(),
   };
 }

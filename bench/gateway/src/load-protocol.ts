@@ -13,6 +13,11 @@ export interface LoadJob {
   durationMs?: number;
   /** A request without an answer for this long fails. */
   timeoutMs: number;
+  /**
+   * Open loop instead: one request every 1/ratePerSecond s for durationMs, whether or not earlier ones
+   * were answered; each latency runs from the request's scheduled time, so a late send counts against it.
+   */
+  ratePerSecond?: number;
 }
 
 export interface LoadResult {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { LoadJob, LoadResult } from './load-protocol';
@@ -25,10 +26,9 @@ function agentFor(url: string): Agent {
 /** Markers are ASCII, so a window of the previous chunk's end finds one split across chunks. */
 const markerWindow = 48;
 
-function send(job: LoadJob, agent: Agent): Promise<Sample> {
+function send(job: LoadJob, agent: Agent, started = performance.now(), signal?: AbortSignal): Promise<Sample> {
   return new Promise((resolve) => {
-    const started = performance.now();
-    const outgoing = request(job.url, { method: 'POST', agent, headers: job.headers, timeout: job.timeoutMs });
+    const outgoing = request(job.url, { method: 'POST', agent, headers: job.headers, timeout: job.timeoutMs, signal });
     outgoing.once('response', (response) => {
       response.setEncoding('latin1');
       let firstTokenMs: number | undefined;
@@ -65,7 +65,69 @@ function send(job: LoadJob, agent: Agent): Promise<Sample> {
   });
 }
 
+function record(result: LoadResult, sample: Sample): void {
+  result.requests += 1;
+  if (sample.ok) {
+    result.latenciesMs.push(sample.totalMs);
+    if (sample.firstTokenMs !== undefined) result.firstTokenMs.push(sample.firstTokenMs);
+  } else {
+    result.errors += 1;
+    result.firstError ??= sample.error;
+  }
+}
+
+/** Requests in flight beyond this fail at once: an open loop against a stalled target must stay bounded. */
+const maxOutstanding = 20_000;
+
+/**
+ * Open loop: sends what is due every millisecond, then waits up to timeoutMs for the answers of what was
+ * sent; requests still unanswered then are cut and fail, so that a step ends in bounded time and leaves
+ * no load behind for the next one.
+ */
+async function runOpenLoop(job: LoadJob, ratePerSecond: number): Promise<LoadResult> {
+  const agent = agentFor(job.url);
+  const result: LoadResult = { requests: 0, errors: 0, elapsedMs: 0, latenciesMs: [], firstTokenMs: [] };
+  const intervalMs = 1_000 / ratePerSecond;
+  const total = Math.min(job.requests ?? Infinity, Math.floor(((job.durationMs ?? 0) * ratePerSecond) / 1_000));
+  const pending = new Set<Promise<void>>();
+  const cut = new AbortController();
+  // Every request of the step listens to it: thousands, not a leak.
+  setMaxListeners(0, cut.signal);
+  const started = performance.now();
+  let issued = 0;
+  await new Promise<void>((done) => {
+    const tick = () => {
+      const now = performance.now();
+      while (issued < total && started + issued * intervalMs <= now) {
+        const scheduled = started + issued * intervalMs;
+        issued += 1;
+        if (pending.size >= maxOutstanding) {
+          record(result, { ok: false, error: `more than ${maxOutstanding} requests outstanding` });
+          continue;
+        }
+        const answered = send(job, agent, scheduled, cut.signal).then((sample) => {
+          record(result, sample);
+          pending.delete(answered);
+        });
+        pending.add(answered);
+      }
+      if (issued < total) setTimeout(tick, 1);
+      else done();
+    };
+    tick();
+  });
+  const timer = setTimeout(
+    () => cut.abort(new Error(`no answer within ${job.timeoutMs} ms of the step's end`)),
+    job.timeoutMs,
+  );
+  await Promise.all(pending);
+  clearTimeout(timer);
+  result.elapsedMs = performance.now() - started;
+  return result;
+}
+
 async function run(job: LoadJob): Promise<LoadResult> {
+  if (job.ratePerSecond !== undefined) return runOpenLoop(job, job.ratePerSecond);
   const agent = agentFor(job.url);
   const result: LoadResult = { requests: 0, errors: 0, elapsedMs: 0, latenciesMs: [], firstTokenMs: [] };
   const started = performance.now();
@@ -78,14 +140,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
       issued += 1;
       const sample = await send(job, agent);
       lastAnswer = performance.now();
-      result.requests += 1;
-      if (sample.ok) {
-        result.latenciesMs.push(sample.totalMs);
-        if (sample.firstTokenMs !== undefined) result.firstTokenMs.push(sample.firstTokenMs);
-      } else {
-        result.errors += 1;
-        result.firstError ??= sample.error;
-      }
+      record(result, sample);
     }
   };
   await Promise.all(Array.from({ length: job.concurrency }, loop));

@@ -17,6 +17,11 @@ import { cpuMsOfTrees, pidListeningOn, processAgeMs, residentBytes } from './pro
 import { readSettings } from './settings';
 import type { Settings } from './settings';
 import { fixed, formatTable, megabytes, mergeResults, percentile } from './stats';
+import { jobFor } from './jobs';
+import { comparePeer } from './peer-comparison';
+import type { Route, Side } from './peer-comparison';
+import { peerPackage, peerVersion, startPeerGateway } from './peer-gateway';
+import type { Target } from './jobs';
 
 /**
  * The whole gateway on loopback: what it adds to a request's latency and to a stream's first token
@@ -35,43 +40,6 @@ const targets = {
   cpuMsPerRequest: 0.8,
   residentMegabytes: 600,
 };
-
-/** A request an SDK would send: small prompt, small answer. */
-function messagesBody(model: string, streamed: boolean): string {
-  return JSON.stringify({
-    model,
-    max_tokens: 64,
-    messages: [{ role: 'user', content: 'Hello from the gateway benchmark' }],
-    ...(streamed ? { stream: true } : {}),
-  });
-}
-
-interface Target {
-  url: string;
-  headers: Record<string, string>;
-}
-
-function jobFor(
-  target: Target,
-  model: string,
-  streamed: boolean,
-  bounds: Pick<LoadJob, 'concurrency' | 'requests' | 'durationMs'>,
-): LoadJob {
-  const body = messagesBody(model, streamed);
-  return {
-    url: target.url,
-    headers: {
-      ...target.headers,
-      'content-type': 'application/json',
-      'content-length': String(Buffer.byteLength(body)),
-      'anthropic-version': '2023-06-01',
-    },
-    body,
-    streamed,
-    timeoutMs: 30_000,
-    ...bounds,
-  };
-}
 
 interface LatencyComparison {
   direct: LoadResult;
@@ -213,6 +181,12 @@ class Run {
     await this.waitUntilServing();
     // Profiles are read from here on: what came before is start-up.
     const ageAtFirstRequest = new Map([...this.stack.pids].map(([name, pid]) => [name, processAgeMs(pid) ?? 0]));
+    const upstreamUrls = { latency: latencyUrl, throughput: throughputUrl };
+    if (settings.BENCH_PEER === 'only') {
+      const failed = await this.comparePeer(upstreamUrls, this.processRoots(infra.ports, mock.pid));
+      print(`load average at the end: ${loadAverage()}`);
+      return failed ? 1 : 0;
+    }
     const whole = await this.compareLatency(false);
     this.printLatency('(a) added latency, whole answers, concurrency 1', whole, (result) => result.latenciesMs);
     const streamed = await this.compareLatency(true);
@@ -228,6 +202,7 @@ class Run {
     if (best) this.printBreakdown(best, roots);
 
     this.printSummary(whole, streamed, best);
+    const peerFailed = settings.BENCH_PEER === 'on' && (await this.comparePeer(upstreamUrls, roots));
     print(`load average at the end: ${loadAverage()}`);
 
     if (profileDir) {
@@ -235,9 +210,49 @@ class Run {
       await this.stack.stopServices();
       await this.printProfiles(profileDir, ageAtFirstRequest);
     }
-    const failed = [whole.direct, whole.gateway, streamed.direct, streamed.gateway].some((result) => result.errors > 0);
+    const failed =
+      peerFailed ||
+      [whole.direct, whole.gateway, streamed.direct, streamed.gateway].some((result) => result.errors > 0);
     if (failed) process.stderr.write('some requests of the latency series failed: see the first errors above\n');
     return failed ? 1 : 0;
+  }
+
+  /**
+   * Starts the peer gateway, measures direct, the peer and this gateway side by side, stops the peer.
+   * True when requests direct or through this gateway failed at concurrency 1 (the peer's failures are findings).
+   */
+  private async comparePeer(
+    upstreamUrls: { latency: string; throughput: string },
+    roots: Map<string, number>,
+  ): Promise<boolean> {
+    const peer = await startPeerGateway(
+      this.settings.BENCH_PORT_BASE + 35,
+      join(this.stack.logsDir, `${peerPackage.replace('/', '_')}.log`),
+    );
+    this.cleanup.add(`stop ${peerPackage}`, () => peer.stop());
+    const peerName = `Portkey ${peerVersion()}`;
+    print();
+    print(`${peerName} (${peerPackage}) up on ${peer.baseUrl}, pid ${peer.pid}`);
+    const routesTo = (upstreamUrl: string, model: string): Record<Side, Route> => ({
+      direct: { url: `${upstreamUrl}/v1/messages`, headers: {}, model },
+      peer: { url: `${peer.baseUrl}/v1/messages`, headers: peer.headersFor(upstreamUrl), model },
+      gateway: { ...this.gateway, model },
+    });
+    const comparison = await comparePeer({
+      settings: this.settings,
+      peerName,
+      runJob: (job) => this.runJob(job),
+      routes: {
+        immediate: routesTo(upstreamUrls.latency, benchModels.latency),
+        delayed: routesTo(upstreamUrls.throughput, benchModels.throughput),
+      },
+      processes: { peer: new Map([[peerName, peer.pid]]), gateway: new Map(this.stack.pids) },
+      infrastructure: new Map([...roots].filter(([name]) => ['kafka', 'redis', 'postgres'].includes(name))),
+      print,
+    });
+    await peer.stop();
+    const { immediate, delayed, streamed } = comparison;
+    return [immediate, delayed, streamed].some((series) => series.direct.errors > 0 || series.gateway.errors > 0);
   }
 
   /**

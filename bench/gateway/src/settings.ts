@@ -8,6 +8,18 @@ const nonNegativeInt = (fallback: number) =>
     .nonnegative('expected an integer, zero or more')
     .default(fallback);
 
+const positiveIntList = (fallback: string) =>
+  env.list(fallback).pipe(
+    z
+      .array(
+        z
+          .string()
+          .regex(/^[1-9][0-9]*$/, 'expected positive integers')
+          .transform(Number),
+      )
+      .min(1, 'expected at least one value'),
+  );
+
 const schema = z.object({
   /** The services' ports: portsFromBase of deploy/local, beside the tests' (21000) and `make up`'s. */
   BENCH_PORT_BASE: env.port(23_000),
@@ -37,7 +49,22 @@ const schema = z.object({
   /** A step passes with a p99 below this and no error. */
   BENCH_P99_LIMIT_MS: env.positiveInt(1_000),
   /** The whole run stops (and cleans up) after this long. */
-  BENCH_TIMEOUT_SECONDS: env.positiveInt(240),
+  BENCH_TIMEOUT_SECONDS: env.positiveInt(900),
+  /**
+   * on: after the gateway's own figures, the same mock is measured direct, through the peer gateway
+   * (Portkey's, from npm) and through this gateway, side by side. only: the peer comparison alone. off: none.
+   */
+  BENCH_PEER: z.enum(['on', 'only', 'off'], { error: 'expected on, only or off' }).default('on'),
+  /** Requests of each concurrency-1 series of the peer comparison, per side (after a tenth as warm-up). */
+  BENCH_PEER_REQUESTS: env.positiveInt(500),
+  /** Offered rates (req/s, open loop) measured on every side whatever happens. */
+  BENCH_PEER_RATES: positiveIntList('200,400,800'),
+  /** Higher offered rates, tried on a side only while it holds every rate below. */
+  BENCH_PEER_RAMP: positiveIntList('1200,1600,2000,3000'),
+  /** Length of each offered-rate step. */
+  BENCH_PEER_RATE_SECONDS: env.positiveInt(5),
+  /** The offered rate at which CPU per request is read for the summary. */
+  BENCH_PEER_CPU_RATE: env.positiveInt(400),
   BENCH_LOG_LEVEL: env.logLevel(),
   /** 1: mutual TLS between the services, the production path (as the end-to-end stack runs); 0: plaintext, as `make up`. */
   BENCH_GRPC_TLS: z.enum(['0', '1'], { error: 'expected 0 or 1' }).default('1'),
