@@ -17,7 +17,19 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 app.kubernetes.io/part-of: inference-gateway
 app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ .service }}
 {{ include "gateway.selectorLabels" . }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of a component's pods: the object labels and the component's podLabels. */}}
+{{- define "gateway.podLabels" -}}
+{{ include "gateway.labels" . }}
+{{- with (index .root.Values .service).podLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "gateway.selectorLabels" -}}
@@ -29,8 +41,37 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{ include "gateway.fullname" .root }}-{{ .service }}
 {{- end }}
 
+{{/* An image by digest when one is given, else by tag; global.imageRegistry (an umbrella chart's) wins. */}}
 {{- define "gateway.image" -}}
-{{ .root.Values.imageRegistry }}{{ .image.repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
+{{- $registry := .root.Values.imageRegistry }}
+{{- with .root.Values.global }}{{ with .imageRegistry }}{{ $registry = . }}{{ end }}{{ end }}
+{{- if .image.digest }}
+{{- printf "%s%s@%s" $registry .image.repository .image.digest }}
+{{- else }}
+{{- printf "%s%s:%s" $registry .image.repository (.image.tag | default .root.Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* imagePullSecrets and global.imagePullSecrets, once each; takes the root context. */}}
+{{- define "gateway.imagePullSecrets" -}}
+{{- $names := .Values.imagePullSecrets }}
+{{- with .Values.global }}{{ with .imagePullSecrets }}{{ $names = concat $names . }}{{ end }}{{ end }}
+{{- with uniq $names -}}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A component's ServiceAccount: its own when created or named, else the namespace's default. */}}
+{{- define "gateway.serviceAccountName" -}}
+{{- $account := (index .root.Values .service).serviceAccount }}
+{{- if $account.create }}
+{{- $account.name | default (include "gateway.serviceName" .) }}
+{{- else }}
+{{- $account.name | default "default" }}
+{{- end }}
 {{- end }}
 
 {{/* Checks run once per render: what the schema cannot say. */}}
@@ -102,23 +143,18 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 - name: {{ $name }}
   value: {{ $value | quote }}
 {{- end }}
+{{- with (index .root.Values .service).extraEnvVars }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
+{{/* podSecurityContext and containerSecurityContext as given (a null removes a default key: OpenShift). */}}
 {{- define "gateway.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 10001
-runAsGroup: 10001
-fsGroup: 10001
-seccompProfile:
-  type: RuntimeDefault
+{{ toYaml .root.Values.podSecurityContext }}
 {{- end }}
 
 {{- define "gateway.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-privileged: false
-capabilities:
-  drop: [ALL]
+{{ toYaml .root.Values.containerSecurityContext }}
 {{- end }}
 
 {{/*
@@ -130,6 +166,9 @@ YAML changes; with "reload" the services take the mounted file as it changes and
 checksum/gateway-config: {{ .root.Values.gatewayConfig | sha256sum }}
 {{- else }}
 gateway/config-rollout: reload
+{{- end }}
+{{- with (index .root.Values .service).podAnnotations }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}
 
@@ -143,6 +182,9 @@ gateway/config-rollout: reload
 - name: grpc-tls
   mountPath: /etc/gateway/tls
   readOnly: true
+{{- end }}
+{{- with (index .root.Values .service).extraVolumeMounts }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}
 
@@ -159,17 +201,38 @@ gateway/config-rollout: reload
   secret:
     secretName: {{ include "gateway.tlsSecretName" . }}
 {{- end }}
+{{- with (index .root.Values .service).extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "gateway.podSpecCommon" -}}
-automountServiceAccountToken: false
+{{- $values := index .root.Values .service -}}
+serviceAccountName: {{ include "gateway.serviceAccountName" . }}
+automountServiceAccountToken: {{ $values.serviceAccount.automountToken }}
 securityContext:
   {{- include "gateway.podSecurityContext" . | nindent 2 }}
-{{- with .root.Values.imagePullSecrets }}
-imagePullSecrets:
-  {{- range . }}
-  - name: {{ . }}
-  {{- end }}
+{{- with include "gateway.imagePullSecrets" .root }}
+{{ . }}
+{{- end }}
+{{- with $values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.initContainers }}
+initContainers:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- if .root.Values.topologySpread.enabled }}
 topologySpreadConstraints:
