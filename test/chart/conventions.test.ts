@@ -303,7 +303,7 @@ describe('helm test and NOTES.txt', () => {
     const secure = notes();
     expect(secure).toContain(`service ${prefix}-ingress port 80`);
     expect(secure).toContain(`helm test ${release}`);
-    expect(secure).not.toContain('WARNING');
+    expect(secure).not.toContain('WARNING: grpc');
     expect(notes('--set', 'grpc.insecure=true')).toContain('WARNING: grpc.insecure is true');
   });
 });

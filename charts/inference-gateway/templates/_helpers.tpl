@@ -76,6 +76,14 @@ imagePullSecrets:
 
 {{/* Checks run once per render: what the schema cannot say. */}}
 {{- define "gateway.validate" -}}
+{{- with .Values.kafka.sasl }}
+{{- if and .mechanism (not $.Values.kafka.tls.enabled) }}
+{{- fail "kafka.sasl.mechanism needs kafka.tls.enabled: true (a password or token never travels in plaintext)" }}
+{{- end }}
+{{- if and (eq .mechanism "aws-msk-iam") (not .awsRegion) }}
+{{- fail "kafka.sasl.awsRegion: name the AWS region of the MSK cluster" }}
+{{- end }}
+{{- end }}
 {{- if not .Values.grpc.insecure }}
 {{- if and (eq .Values.grpc.tls.source "certManager") (not .Values.grpc.tls.certManager.issuerName) }}
 {{- fail "grpc.tls.certManager.issuerName: name the cert-manager issuer of the services' certificates, or set grpc.insecure: true" }}
@@ -100,6 +108,64 @@ imagePullSecrets:
     secretKeyRef:
       name: {{ .root.Values.secrets.existingSecret }}
       key: {{ index .root.Values.secrets.keys .key }}
+{{- end }}
+
+{{/*
+Kafka connection of every process that talks to Kafka (ingress, metering, hook Jobs): the brokers from the
+Secret, then TLS and SASL; takes (dict "root" $). Pair with gateway.kafkaVolumeMounts and gateway.kafkaVolumes.
+*/}}
+{{- define "gateway.kafkaEnv" -}}
+{{- $root := .root }}
+{{- $kafka := .root.Values.kafka }}
+{{- include "gateway.secretEnv" (dict "root" .root "name" "KAFKA_BROKERS" "key" "kafkaBrokers") }}
+{{- if $kafka.tls.enabled }}
+- name: KAFKA_TLS
+  value: "true"
+{{- if $kafka.tls.caSecret }}
+- name: KAFKA_TLS_CA
+  value: /etc/gateway/kafka-ca/{{ $kafka.tls.caKey }}
+{{- end }}
+{{- with $kafka.tls.serverName }}
+- name: KAFKA_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- with $kafka.sasl.mechanism }}
+- name: KAFKA_SASL_MECHANISM
+  value: {{ . | quote }}
+{{- if eq . "aws-msk-iam" }}
+- name: KAFKA_AWS_REGION
+  value: {{ $kafka.sasl.awsRegion | quote }}
+{{- else }}
+{{- $secret := $kafka.sasl.existingSecret | default $root.Values.secrets.existingSecret }}
+- name: KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $kafka.sasl.usernameKey }}
+- name: KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $kafka.sasl.passwordKey }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.kafkaVolumeMounts" -}}
+{{- if and .root.Values.kafka.tls.enabled .root.Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  mountPath: /etc/gateway/kafka-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "gateway.kafkaVolumes" -}}
+{{- if and .root.Values.kafka.tls.enabled .root.Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  secret:
+    secretName: {{ .root.Values.kafka.tls.caSecret }}
+{{- end }}
 {{- end }}
 
 {{/* Environment shared by every service; takes (dict "root" $ "service" name). */}}

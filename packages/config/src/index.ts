@@ -2,3 +2,4 @@ export * from './env';
 export * from './gateway-config';
 export * from './grpc-transport';
 export * from './gateway-config-watch';
+export * from './kafka-security';
