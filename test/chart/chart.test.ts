@@ -509,7 +509,14 @@ describe('NetworkPolicy', () => {
 });
 
 describe('Prometheus Operator resources', () => {
-  const bothOn = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.prometheusRule.enabled=true'];
+  const bothOn = [
+    '--set',
+    'monitoring.serviceMonitor.enabled=true',
+    '--set',
+    'monitoring.prometheusRule.enabled=true',
+    '--set',
+    'monitoring.prometheusRule.runbookBaseUrl=https://runbooks.example.com/',
+  ];
 
   test('rendered with the toggles on and monitoring.coreos.com/v1 served', () => {
     const manifests = render(...bothOn, ...monitoringApi);

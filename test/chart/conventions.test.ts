@@ -230,6 +230,8 @@ describe('labels', () => {
       'monitoring.prometheusRule.enabled=true',
       '--set',
       'monitoring.prometheusRule.labels.role=alert-rules',
+      '--set',
+      'monitoring.prometheusRule.runbookBaseUrl=https://runbooks.example.com/',
       ...monitoringApi,
     );
     for (const monitor of ofKind(manifests, 'ServiceMonitor')) {

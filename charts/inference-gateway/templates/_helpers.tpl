@@ -76,6 +76,9 @@ imagePullSecrets:
 
 {{/* Checks run once per render: what the schema cannot say. */}}
 {{- define "gateway.validate" -}}
+{{- if and .Values.monitoring.prometheusRule.enabled (not .Values.monitoring.prometheusRule.runbookBaseUrl) }}
+{{- fail "monitoring.prometheusRule.runbookBaseUrl: the URL where docs/runbooks/ is published (ending in /), so that every alert links its runbook" }}
+{{- end }}
 {{- with .Values.kafka.sasl }}
 {{- if and .mechanism (not $.Values.kafka.tls.enabled) }}
 {{- fail "kafka.sasl.mechanism needs kafka.tls.enabled: true (a password or token never travels in plaintext)" }}
