@@ -76,6 +76,19 @@ imagePullSecrets:
 
 {{/* Checks run once per render: what the schema cannot say. */}}
 {{- define "gateway.validate" -}}
+{{- if and (eq (int .Values.ingress.service.port) 443) (not .Values.ingress.service.tlsTerminatedByLoadBalancer) }}
+{{- fail "ingress.service.port 443 would put plaintext HTTP behind the port clients take for TLS: expose the API with publicApi.ingress or publicApi.httpRoute (TLS in front), or end TLS at the load balancer and set ingress.service.tlsTerminatedByLoadBalancer" }}
+{{- end }}
+{{- with .Values.publicApi.ingress }}
+{{- if and .enabled (or (not .hosts) (not .tlsSecretName)) }}
+{{- fail "publicApi.ingress needs hosts and tlsSecretName: the public API is served with TLS only" }}
+{{- end }}
+{{- end }}
+{{- with .Values.publicApi.httpRoute }}
+{{- if and .enabled (or (not .parentRefs) (not .hostnames)) }}
+{{- fail "publicApi.httpRoute needs parentRefs (an HTTPS listener of a Gateway) and hostnames" }}
+{{- end }}
+{{- end }}
 {{- if and .Values.monitoring.prometheusRule.enabled (not .Values.monitoring.prometheusRule.runbookBaseUrl) }}
 {{- fail "monitoring.prometheusRule.runbookBaseUrl: the URL where docs/runbooks/ is published (ending in /), so that every alert links its runbook" }}
 {{- end }}
