@@ -11,7 +11,6 @@ import { testInfraEnv } from '@gw/testing';
 import { createKafka, DurableUsagePublisher, ensureTopics, UsageEventProducer } from '../src';
 import type { Kafka, KafkaLog } from '../src';
 
-
 /** The test infrastructure's brokers and their TLS and SASL settings. */
 function kafkaConnection(): { brokers: string[]; security: KafkaSecurity } {
   const infra = testInfraEnv();
