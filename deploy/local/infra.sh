@@ -393,13 +393,18 @@ kafka_security_material() {
   chmod 600 "$dir/password" "$dir/ca.key" "$dir/broker.key" "$dir/broker.pem"
 }
 
-# Gives the SCRAM user its password, over the broker's own listener (idempotent).
+# Gives the SCRAM user its password, over the broker's own listener. The broker keeps it in its metadata log, so
+# it is set once per data directory and password (a marker records which), not at every restart.
 kafka_scram_user() {
+  local marker="$KAFKA_DIR/scram-user" stamp
+  stamp="$(sha256sum "$KAFKA_SECURITY_DIR/password" | cut -d' ' -f1)"
+  if [[ -f $marker && "$(<"$marker")" == "$stamp" ]]; then return 0; fi
   local java_opts=(-Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Djava.awt.headless=true)
   (cd "$KAFKA_DIR" && java "${java_opts[@]}" -cp "$KAFKA_LIB/*" kafka.admin.ConfigCommand \
     --bootstrap-server "127.0.0.1:$KAFKA_INTERNAL_PORT" --alter --entity-type users \
     --entity-name "$KAFKA_SCRAM_USER" --add-config "SCRAM-SHA-512=[password=$(<"$KAFKA_SECURITY_DIR/password")]" \
     >>"$LOG_DIR/kafka.log" 2>&1) || die "kafka: could not set the SCRAM user's password; see $LOG_DIR/kafka.log"
+  printf '%s\n' "$stamp" >"$marker"
 }
 
 kafka_write_config() {
