@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs kubeconform and the Kubernetes JSON schemas the chart tests validate rendered objects against,
-# offline after the first run: kubeconform built by `go install`, the schemas of Kubernetes 1.37 taken from
-# the PyPI package kubernetes-validate. Both are cached outside the repository, keyed by version.
+# Installs kubeconform and the JSON schemas the chart tests validate rendered objects against, offline after
+# the first run: kubeconform built by `go install`, the schemas of Kubernetes 1.37 taken from the PyPI package
+# kubernetes-validate, and the schemas of the custom resources the chart renders (cert-manager, Prometheus
+# Operator, Gateway API) converted from the CRDs inside their Go modules. All cached outside the repository,
+# keyed by version.
 #
-#   deploy/install-kubeconform.sh   prints two lines: the kubeconform binary, the schema directory
+#   deploy/install-kubeconform.sh   prints three lines: the kubeconform binary, the Kubernetes schema directory,
+#                                   the custom resources' schema directory ({group}/{kind}_{version}.json)
 #
 # Environment (defaults):
 #   GW_TOOLS_DIR   $HOME/.cache/gateway-tools
@@ -15,6 +18,13 @@ readonly KUBERNETES_VERSION=1.37.0
 readonly TOOLS_DIR="${GW_TOOLS_DIR:-$HOME/.cache/gateway-tools}"
 readonly KUBECONFORM_DIR="$TOOLS_DIR/kubeconform-$KUBECONFORM_VERSION"
 readonly SCHEMAS_DIR="$TOOLS_DIR/kubernetes-schemas-$KUBERNETES_VERSION"
+# Go modules holding the CRDs, each with the directory of its CRD files (versions the Go proxy serves).
+readonly CRD_MODULES=(
+  "github.com/cert-manager/cert-manager@v1.18.2 deploy/crds"
+  "github.com/prometheus-operator/prometheus-operator@v0.85.0 example/prometheus-operator-crd"
+  "sigs.k8s.io/gateway-api@v1.3.0 config/crd/standard"
+)
+readonly CRD_SCHEMAS_DIR="$TOOLS_DIR/crd-schemas-$(printf '%s\n' "${CRD_MODULES[@]}" | sha256sum | cut -c1-12)"
 
 log() { printf 'install-kubeconform: %s\n' "$*" >&2; }
 die() {
@@ -59,5 +69,57 @@ PY
   rm -rf "$SCHEMAS_DIR" && mv "$work/schemas" "$SCHEMAS_DIR"
 fi
 
+if [[ ! -d $CRD_SCHEMAS_DIR ]]; then
+  crd_dirs=()
+  for entry in "${CRD_MODULES[@]}"; do
+    read -r module subdir <<<"$entry"
+    log "go mod download $module"
+    dir="$(cd "$work" && go mod download -json "$module" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')" ||
+      die "go mod download $module failed"
+    crd_dirs+=("$dir/$subdir")
+  done
+  # Each served version's openAPIV3Schema as a strict JSON schema, as kubeconform's openapi2jsonschema.py
+  # makes them: objects with properties refuse others, int-or-string takes both.
+  python3 - "$work/crd-schemas" "${crd_dirs[@]}" <<'PY'
+import json, os, sys, yaml
+out_dir, crd_dirs = sys.argv[1], sys.argv[2:]
+# The Prometheus Operator's CRDs hold a `=` scalar, which PyYAML reads as a "value" tag.
+yaml.SafeLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+def strict(node):
+    if isinstance(node, dict):
+        if node.get("x-kubernetes-int-or-string"):
+            node.pop("type", None)
+            node["type"] = ["integer", "string"]
+        if "properties" in node and "additionalProperties" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+            node["additionalProperties"] = False
+        for value in node.values():
+            strict(value)
+    elif isinstance(node, list):
+        for value in node:
+            strict(value)
+
+for crd_dir in crd_dirs:
+    for name in sorted(os.listdir(crd_dir)):
+        if not name.endswith(".yaml"):
+            continue
+        for crd in yaml.safe_load_all(open(os.path.join(crd_dir, name))):
+            if not crd or crd.get("kind") != "CustomResourceDefinition":
+                continue
+            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"].lower()
+            os.makedirs(os.path.join(out_dir, group), exist_ok=True)
+            for version in crd["spec"]["versions"]:
+                schema = version["schema"]["openAPIV3Schema"]
+                strict(schema)
+                # metadata is checked by Kubernetes's own schema, not the CRD's.
+                schema.get("properties", {})["metadata"] = {"type": "object"}
+                with open(os.path.join(out_dir, group, f"{kind}_{version['name']}.json"), "w") as target:
+                    json.dump(schema, target)
+PY
+  [[ -f $work/crd-schemas/monitoring.coreos.com/prometheusrule_v1.json ]] || die "no PrometheusRule schema was made"
+  rm -rf "$CRD_SCHEMAS_DIR" && mv "$work/crd-schemas" "$CRD_SCHEMAS_DIR"
+fi
+
 echo "$KUBECONFORM_DIR/kubeconform"
 echo "$SCHEMAS_DIR"
+echo "$CRD_SCHEMAS_DIR"

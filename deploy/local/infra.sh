@@ -13,8 +13,10 @@
 #   GW_STATE_DIR      <repo>/.local               data, logs, pid files, infra.env
 #   GW_PG_PORT        5432
 #   GW_REDIS_PORT     6379
-#   GW_KAFKA_PORT     9092                        the KRaft controller listens on the next port
-#   GW_CACHE_DIR      $HOME/.cache/inference-gateway   Kafka's jars from Maven Central
+#   GW_KAFKA_PORT     9092                        clients: TLS + SCRAM-SHA-512; the KRaft controller listens on
+#                                                 the next port, the broker's own plaintext listener on the one after
+#   GW_CACHE_DIR      $HOME/.cache/inference-gateway   Kafka's jars from Maven Central; the local Kafka CA and
+#                                                 SCRAM password, shared by every state directory of the machine
 #   GW_PG_DATABASES   gateway                     space-separated; the first is DATABASE_URL's
 set -euo pipefail
 
@@ -35,6 +37,10 @@ readonly KAFKA_POM="$REPO_ROOT/deploy/local/kafka/pom.xml"
 readonly KAFKA_HOME="$CACHE_DIR/kafka-$KAFKA_VERSION"
 readonly KAFKA_LIB="$KAFKA_HOME/lib"
 readonly ENSURE_TOPICS_CLI="$REPO_ROOT/packages/kafka/dist/ensure-topics-cli.js"
+# The clients' listener: TLS with a local CA, SCRAM-SHA-512 as one user. In the cache directory, not the state
+# directory, so that a broker started for one state directory can be reused by another (the tests reuse `make up`'s).
+readonly KAFKA_SECURITY_DIR="$CACHE_DIR/kafka-local-security"
+readonly KAFKA_SCRAM_USER=gateway
 
 # Upper bounds of every wait, in seconds.
 readonly LOCK_WAIT=900
@@ -49,7 +55,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -60,8 +66,9 @@ case "$COMMAND" in up | down | status | tools) ;; *) usage ;; esac
 for port in "$PG_PORT" "$REDIS_PORT" "$KAFKA_PORT"; do
   if [[ ! $port =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then die "invalid port: $port"; fi
 done
-((KAFKA_PORT < 65535)) || die "GW_KAFKA_PORT must leave room for the controller on the next port"
+((KAFKA_PORT < 65534)) || die "GW_KAFKA_PORT must leave room for the controller and the broker's own listener"
 readonly KAFKA_CONTROLLER_PORT="$((KAFKA_PORT + 1))"
+readonly KAFKA_INTERNAL_PORT="$((KAFKA_PORT + 2))"
 for database in "${PG_DATABASES[@]}"; do
   [[ $database =~ ^[a-z_][a-z0-9_]*$ ]] || die "invalid database name in GW_PG_DATABASES: $database"
 done
@@ -328,11 +335,12 @@ redis_down() {
 # ---------------------------------------------------------------------------------------------
 # Kafka
 
-# An ApiVersions v0 request (api key 18, correlation id 1, empty client id): the broker answers it
-# only once it processes requests, which a plain port check cannot tell.
+# An ApiVersions v0 request (api key 18, correlation id 1, empty client id) in plaintext, by default to the
+# broker's own listener: the broker answers it only once it processes requests, which a plain port check
+# cannot tell.
 kafka_answers() {
   local reply bytes
-  reply="$(timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$KAFKA_PORT &&
+  reply="$(timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/${1:-$KAFKA_INTERNAL_PORT} &&
     printf '\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\x00\x00' >&3 &&
     head -c 8 <&3 | od -An -tx1" 2>/dev/null)" || return 1
   # Bytes 5 to 8 of the reply are the correlation id.
@@ -355,6 +363,50 @@ kafka_resolve_jars() {
   printf '%s\n' "$pom_sha" >"$marker"
 }
 
+# The local CA, the broker's certificate (127.0.0.1 and localhost) and the SCRAM password, made once with
+# openssl and made again when the CA has less than a day left.
+kafka_security_material() {
+  local dir="$KAFKA_SECURITY_DIR"
+  [[ -n $dir && $dir == */kafka-local-security ]] || die "kafka: unexpected security directory '$dir'"
+  if [[ -s $dir/password && -s $dir/broker.pem ]] &&
+    openssl x509 -checkend 86400 -noout -in "$dir/ca.crt" >/dev/null 2>&1; then
+    return 0
+  fi
+  command -v openssl >/dev/null || apt_install openssl
+  log "kafka: making the local CA, the broker's certificate and the SCRAM password in $dir"
+  rm -rf "$dir" && mkdir -p "$dir" && chmod 700 "$dir"
+  printf '%s\n' '[authority]' 'basicConstraints = critical, CA:TRUE' 'keyUsage = critical, keyCertSign, cRLSign' \
+    '[broker]' 'basicConstraints = critical, CA:FALSE' 'keyUsage = critical, digitalSignature, keyEncipherment' \
+    'extendedKeyUsage = serverAuth' 'subjectAltName = IP:127.0.0.1, DNS:localhost' >"$dir/extensions.cnf"
+  {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -noenc -days 365 \
+      -subj "/CN=gateway local Kafka CA" -keyout "$dir/ca.key" -out "$dir/ca.crt" \
+      -config "$dir/extensions.cnf" -extensions authority &&
+      openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -noenc -subj "/CN=localhost" \
+        -keyout "$dir/broker.key" -out "$dir/broker.csr" &&
+      openssl x509 -req -in "$dir/broker.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 365 \
+        -extfile "$dir/extensions.cnf" -extensions broker -out "$dir/broker.crt"
+  } >>"$LOG_DIR/kafka.log" 2>&1 || die "kafka: openssl could not make the certificates; see $LOG_DIR/kafka.log"
+  # Kafka's PEM key store: the unencrypted PKCS#8 key, then the certificate.
+  cat "$dir/broker.key" "$dir/broker.crt" >"$dir/broker.pem"
+  head -c 24 /dev/urandom | base64 | tr '+/' '-_' >"$dir/password"
+  chmod 600 "$dir/password" "$dir/ca.key" "$dir/broker.key" "$dir/broker.pem"
+}
+
+# Gives the SCRAM user its password, over the broker's own listener. The broker keeps it in its metadata log, so
+# it is set once per data directory and password (a marker records which), not at every restart.
+kafka_scram_user() {
+  local marker="$KAFKA_DIR/scram-user" stamp
+  stamp="$(sha256sum "$KAFKA_SECURITY_DIR/password" | cut -d' ' -f1)"
+  if [[ -f $marker && "$(<"$marker")" == "$stamp" ]]; then return 0; fi
+  local java_opts=(-Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Djava.awt.headless=true)
+  (cd "$KAFKA_DIR" && java "${java_opts[@]}" -cp "$KAFKA_LIB/*" kafka.admin.ConfigCommand \
+    --bootstrap-server "127.0.0.1:$KAFKA_INTERNAL_PORT" --alter --entity-type users \
+    --entity-name "$KAFKA_SCRAM_USER" --add-config "SCRAM-SHA-512=[password=$(<"$KAFKA_SECURITY_DIR/password")]" \
+    >>"$LOG_DIR/kafka.log" 2>&1) || die "kafka: could not set the SCRAM user's password; see $LOG_DIR/kafka.log"
+  printf '%s\n' "$stamp" >"$marker"
+}
+
 kafka_write_config() {
   mkdir -p "$KAFKA_DIR/data"
   cat >"$KAFKA_DIR/server.properties" <<EOF
@@ -362,11 +414,17 @@ kafka_write_config() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+# Clients: TLS and SCRAM. The broker's own traffic and the setup tools: plaintext on loopback.
+listeners=SASL_SSL://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,INTERNAL://127.0.0.1:$KAFKA_INTERNAL_PORT
+advertised.listeners=SASL_SSL://127.0.0.1:$KAFKA_PORT,INTERNAL://127.0.0.1:$KAFKA_INTERNAL_PORT
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+inter.broker.listener.name=INTERNAL
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,SASL_SSL:SASL_SSL
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PEM
+ssl.keystore.location=$KAFKA_SECURITY_DIR/broker.pem
+ssl.client.auth=none
 log.dirs=$KAFKA_DIR/data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -403,6 +461,9 @@ kafka_cluster_id() {
   echo "$id"
 }
 
+# Ours answers on its own listener; a reused one of an earlier version on the clients' port.
+kafka_answers_anywhere() { kafka_answers || kafka_answers "$KAFKA_PORT"; }
+
 kafka_started_or_exited() {
   kafka_answers || process_gone "$1"
 }
@@ -412,13 +473,16 @@ start_kafka() {
   kafka_resolve_jars
   port_closed "$KAFKA_CONTROLLER_PORT" ||
     die "kafka: the controller port 127.0.0.1:$KAFKA_CONTROLLER_PORT (GW_KAFKA_PORT + 1) is taken by another process"
+  port_closed "$KAFKA_INTERNAL_PORT" ||
+    die "kafka: the broker's own port 127.0.0.1:$KAFKA_INTERNAL_PORT (GW_KAFKA_PORT + 2) is taken by another process"
+  kafka_security_material
   kafka_write_config
   local java_opts=(-Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Djava.awt.headless=true)
   (cd "$KAFKA_DIR" && java "${java_opts[@]}" -cp "$KAFKA_LIB/*" kafka.tools.StorageTool format \
     -t "$(kafka_cluster_id)" -c "$KAFKA_DIR/server.properties" --ignore-formatted >>"$LOG_DIR/kafka.log" 2>&1) ||
     die "kafka: formatting $KAFKA_DIR/data failed; see $LOG_DIR/kafka.log"
 
-  log "kafka: starting on 127.0.0.1:$KAFKA_PORT (controller on $KAFKA_CONTROLLER_PORT)"
+  log "kafka: starting on 127.0.0.1:$KAFKA_PORT, TLS and SCRAM (controller on $KAFKA_CONTROLLER_PORT, own listener on $KAFKA_INTERNAL_PORT)"
   # setsid: the broker outlives this script and is not hit by a Ctrl-C meant for it.
   (cd "$KAFKA_DIR" && exec setsid nohup java -Xms256m -Xmx512m -XX:+ExitOnOutOfMemoryError "${java_opts[@]}" \
     -cp "$KAFKA_LIB/*" kafka.Kafka "$KAFKA_DIR/server.properties" >>"$LOG_DIR/kafka.log" 2>&1 </dev/null 9>&-) &
@@ -426,15 +490,31 @@ start_kafka() {
   echo "$pid" >"$RUN_DIR/kafka.pid"
 
   wait_until "$KAFKA_START_WAIT" kafka_started_or_exited "$pid" ||
-    die "kafka: no answer on 127.0.0.1:$KAFKA_PORT within ${KAFKA_START_WAIT}s (pid $pid is still starting; \`$0 down\` stops it); see $LOG_DIR/kafka.log and $LOG_DIR/kafka-server.log"
+    die "kafka: no answer on 127.0.0.1:$KAFKA_INTERNAL_PORT within ${KAFKA_START_WAIT}s (pid $pid is still starting; \`$0 down\` stops it); see $LOG_DIR/kafka.log and $LOG_DIR/kafka-server.log"
   if process_gone "$pid"; then
     rm -f "$RUN_DIR/kafka.pid"
     die "kafka: the broker exited during start; see $LOG_DIR/kafka.log and $LOG_DIR/kafka-server.log"
   fi
+  kafka_scram_user
+}
+
+# The clients' settings as the services read them (KAFKA_TLS*, KAFKA_SASL_*), one per line; empty for a
+# reused plaintext broker.
+KAFKA_CLIENT_ENV=""
+
+kafka_client_env() {
+  KAFKA_CLIENT_ENV="KAFKA_TLS=true
+KAFKA_TLS_CA=$KAFKA_SECURITY_DIR/ca.crt
+KAFKA_TLS_SERVER_NAME=localhost
+KAFKA_SASL_MECHANISM=scram-sha-512
+KAFKA_SASL_USERNAME=$KAFKA_SCRAM_USER
+KAFKA_SASL_PASSWORD=$(<"$KAFKA_SECURITY_DIR/password")"
 }
 
 kafka_ensure_topics() {
-  KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT" node "$ENSURE_TOPICS_CLI" >&2 ||
+  local settings=()
+  [[ -z $KAFKA_CLIENT_ENV ]] || mapfile -t settings <<<"$KAFKA_CLIENT_ENV"
+  env KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT" "${settings[@]}" node "$ENSURE_TOPICS_CLI" >&2 ||
     die "kafka: could not create the gateway's topics on 127.0.0.1:$KAFKA_PORT"
 }
 
@@ -442,13 +522,23 @@ kafka_up() {
   local pid
   if pid="$(owned_pid kafka)"; then
     wait_until "$KAFKA_START_WAIT" kafka_answers ||
-      die "kafka: ours (pid $pid) does not answer on 127.0.0.1:$KAFKA_PORT; see $LOG_DIR/kafka-server.log, or run \`$0 down\` and retry"
+      die "kafka: ours (pid $pid) does not answer on 127.0.0.1:$KAFKA_INTERNAL_PORT; see $LOG_DIR/kafka-server.log, or run \`$0 down\` and retry"
     log "kafka: running (ours, pid $pid)"
+    kafka_client_env
   elif port_open "$KAFKA_PORT"; then
     rm -f "$RUN_DIR/kafka.pid"
-    log "kafka: reusing the broker already on 127.0.0.1:$KAFKA_PORT"
+    if kafka_answers "$KAFKA_PORT"; then
+      # A broker started by an earlier version of this script: plaintext only, until it is restarted.
+      log "kafka: reusing the PLAINTEXT broker already on 127.0.0.1:$KAFKA_PORT (restart it for TLS and SCRAM)"
+    else
+      [[ -s $KAFKA_SECURITY_DIR/password ]] ||
+        die "kafka: the broker on 127.0.0.1:$KAFKA_PORT speaks no plaintext and $KAFKA_SECURITY_DIR holds no local CA and password: stop it or choose another GW_KAFKA_PORT"
+      log "kafka: reusing the TLS and SCRAM broker already on 127.0.0.1:$KAFKA_PORT"
+      kafka_client_env
+    fi
   else
     start_kafka
+    kafka_client_env
   fi
   kafka_ensure_topics
 }
@@ -486,6 +576,9 @@ DATABASE_URL=postgres://$PG_ROLE:$PG_PASSWORD@127.0.0.1:$PG_PORT/${PG_DATABASES[
 REDIS_URL=redis://127.0.0.1:$REDIS_PORT
 KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
 EOF
+  [[ -z $KAFKA_CLIENT_ENV ]] || printf '%s\n' "$KAFKA_CLIENT_ENV" >>"$env_file.tmp"
+  # It holds the SCRAM password.
+  chmod 600 "$env_file.tmp"
   mv "$env_file.tmp" "$env_file"
   cat "$env_file"
 }
@@ -526,7 +619,7 @@ cmd_status() {
   local all_running=0
   status_line postgres "$PG_PORT" postgres_ready || all_running=3
   status_line redis "$REDIS_PORT" redis_answers || all_running=3
-  status_line kafka "$KAFKA_PORT" kafka_answers || all_running=3
+  status_line kafka "$KAFKA_PORT" kafka_answers_anywhere || all_running=3
   return "$all_running"
 }
 

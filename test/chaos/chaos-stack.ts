@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
   ensureSecrets,
+  kafkaConnection,
   pidOf,
   portsFromBase,
   processSpecs,
@@ -209,7 +210,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
   const suffix = randomBytes(4).toString('hex');
   const usageTopic = `gateway.usage.v1.chaos-${suffix}`;
   const consumerGroup = `gateway-metering-chaos-${suffix}`;
-  const kafka = createKafka({ brokers: infra.kafkaBrokers.split(','), clientId: 'chaos-setup', log: () => undefined });
+  const kafka = createKafka({ ...kafkaConnection(infra), clientId: 'chaos-setup', log: () => undefined });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);
   await mkdir(dirname(chaosGatewayConfig), { recursive: true });
   await copyFile(join(repoRoot, 'deploy/local/gateway.yaml'), chaosGatewayConfig);

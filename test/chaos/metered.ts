@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { createKafka } from '@gw/kafka';
+import { kafkaConnection } from '@gw/local-stack';
 import type { ChaosStack } from './chaos-stack';
 
 /** What Postgres holds for one account. */
@@ -97,7 +98,7 @@ export function meteringDuplicates(stack: ChaosStack): Promise<number | undefine
 /** Messages of the usage topic the metering group has not committed yet; undefined when Kafka does not answer. */
 export async function consumerLag(stack: ChaosStack): Promise<number | undefined> {
   const kafka = createKafka({
-    brokers: stack.infra.kafkaBrokers.split(','),
+    ...kafkaConnection(stack.infra),
     clientId: 'chaos-lag',
     log: () => undefined,
   });

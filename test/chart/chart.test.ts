@@ -509,7 +509,14 @@ describe('NetworkPolicy', () => {
 });
 
 describe('Prometheus Operator resources', () => {
-  const bothOn = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.prometheusRule.enabled=true'];
+  const bothOn = [
+    '--set',
+    'monitoring.serviceMonitor.enabled=true',
+    '--set',
+    'monitoring.prometheusRule.enabled=true',
+    '--set',
+    'monitoring.prometheusRule.runbookBaseUrl=https://runbooks.example.com/',
+  ];
 
   test('rendered with the toggles on and monitoring.coreos.com/v1 served', () => {
     const manifests = render(...bothOn, ...monitoringApi);
@@ -598,25 +605,26 @@ describe('gateway YAML and OTLP', () => {
 describe('Kubernetes schemas (kubeconform, strict)', () => {
   let kubeconform = '';
   let schemaDir = '';
+  let crdSchemaDir = '';
   beforeAll(() => {
     // Cached after the first run (test/run.sh installs it before the unit tests); prints binary and schemas.
     const installed = execFileSync('bash', [join(repoRoot, 'deploy', 'install-kubeconform.sh')], { encoding: 'utf8' });
-    [kubeconform = '', schemaDir = ''] = installed.trim().split('\n');
-  }, 300_000);
+    [kubeconform = '', schemaDir = '', crdSchemaDir = ''] = installed.trim().split('\n');
+  }, 600_000);
 
-  test.each(everyValuesFile)('every rendered object of Kubernetes 1.37 is valid (%s)', (_name, args) => {
-    const rendered = helmRun(['template', release, chartDir, '--namespace', namespace, ...args]);
+  test.each(everyValuesFile)('every rendered object of Kubernetes 1.37 and its CRDs is valid (%s)', (_name, args) => {
+    const rendered = helmRun(['template', release, chartDir, '--namespace', namespace, ...monitoringApi, ...args]);
     expect(rendered.status).toBe(0);
-    // cert-manager and Prometheus Operator kinds have no schema in the Kubernetes set.
+    // cert-manager, Prometheus Operator and Gateway API kinds against the schemas of their CRDs.
     const run = spawnSync(
       kubeconform,
       [
         '-strict',
         '-summary',
-        '-skip',
-        'Certificate,ServiceMonitor,PrometheusRule',
         '-schema-location',
         `${schemaDir}/{{ .ResourceKind }}{{ .KindSuffix }}.json`,
+        '-schema-location',
+        `${crdSchemaDir}/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json`,
         '-',
       ],
       { input: rendered.stdout, encoding: 'utf8' },
@@ -640,7 +648,7 @@ describe('values.schema.json', () => {
 
 describe('README.md', () => {
   // A map is one value when it is Kubernetes's own shape, documented as a whole.
-  const wholeValues = new Set(['resources']);
+  const wholeValues = new Set(['resources', 'podSecurityContext', 'containerSecurityContext']);
 
   function leafKeys(value: unknown, path: string[] = []): string[] {
     if (value === null || typeof value !== 'object' || Array.isArray(value) || wholeValues.has(path.at(-1) ?? '')) {

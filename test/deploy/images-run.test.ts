@@ -1,15 +1,17 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from 'pg';
+import { kafkaSecurityEnv } from '@gw/config';
 import { isServing } from '@gw/grpc';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
   ingressNodeFlags,
+  kafkaConnection,
   portsFromBase,
   processSpecs,
   repoRoot,
@@ -166,7 +168,18 @@ beforeAll(async () => {
 
   databaseUrl = await recreateDatabase(required('DATABASE_URL'), database);
   const kafkaBrokers = required('KAFKA_BROKERS');
-  const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'images-setup', log: () => undefined });
+  // Kafka's TLS and SCRAM settings, with the CA file readable by the containers' user.
+  const kafkaEnv = kafkaSecurityEnv(process.env);
+  const kafka = createKafka({
+    ...kafkaConnection({ kafkaBrokers, kafkaEnv }),
+    clientId: 'images-setup',
+    log: () => undefined,
+  });
+  const kafkaCa = join(workDir, 'tls', 'kafka-ca.crt');
+  if (kafkaEnv.KAFKA_TLS_CA) {
+    await copyFile(kafkaEnv.KAFKA_TLS_CA, kafkaCa);
+    await chmod(kafkaCa, 0o644);
+  }
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 3 }]);
 
   // The chart's migration Job: auth's image with the migration command.
@@ -186,13 +199,14 @@ beforeAll(async () => {
       certFile: '/etc/gateway/tls/tls.crt',
       keyFile: '/etc/gateway/tls/tls.key',
     },
+    kafkaCa: '/etc/gateway/kafka-ca/ca.crt',
     spool: '/var/lib/gateway/spool',
   };
   const specs = processSpecs({
     repoRoot,
     state: stateDir(workDir),
     ports,
-    infra: { databaseUrl, redisUrl: required('REDIS_URL'), kafkaBrokers },
+    infra: { databaseUrl, redisUrl: required('REDIS_URL'), kafkaBrokers, kafkaEnv },
     secrets: {
       ADMIN_TOKEN: 'gw_operator_images_test_token_0123456789abcdef',
       KEY_PEPPERS: 'p1:images-test-pepper-0123456789abcdefghijklmnop',
@@ -207,6 +221,7 @@ beforeAll(async () => {
     `${tls.caFile}:${inContainer.tls.caFile}:ro`,
     `${tls.certFile}:${inContainer.tls.certFile}:ro`,
     `${tls.keyFile}:${inContainer.tls.keyFile}:ro`,
+    ...(kafkaEnv.KAFKA_TLS_CA ? [`${kafkaCa}:${inContainer.kafkaCa}:ro`] : []),
   ];
 
   const sim = specs.find((spec) => spec.name === 'sim-upstream')!;
@@ -223,6 +238,7 @@ beforeAll(async () => {
       GRPC_TLS_CERT: inContainer.tls.certFile,
       GRPC_TLS_KEY: inContainer.tls.keyFile,
     };
+    if (env.KAFKA_TLS_CA) env.KAFKA_TLS_CA = inContainer.kafkaCa;
     if (spec.name === 'ingress') {
       env.USAGE_SPOOL_DIR = inContainer.spool;
     } else {

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { kafkaSecurityEnv } from '@gw/config';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
+  kafkaConnection,
   portsFromBase,
   repoRoot,
   seedDemo,
@@ -37,7 +39,13 @@ export default async function globalSetup(): Promise<void> {
   await mkdir(state.root, { recursive: true });
   const databaseUrl = await recreateDatabase(required('DATABASE_URL'), database);
   const kafkaBrokers = required('KAFKA_BROKERS');
-  const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'e2e-setup', log: () => undefined });
+  // TLS and SCRAM, as infra.sh runs Kafka: the services get the same settings.
+  const kafkaEnv = kafkaSecurityEnv(process.env);
+  const kafka = createKafka({
+    ...kafkaConnection({ kafkaBrokers, kafkaEnv }),
+    clientId: 'e2e-setup',
+    log: () => undefined,
+  });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 6 }]);
   const ports = portsFromBase(portBase);
   const secrets = {
@@ -53,7 +61,7 @@ export default async function globalSetup(): Promise<void> {
       repoRoot,
       state,
       ports,
-      infra: { databaseUrl, redisUrl: required('REDIS_URL'), kafkaBrokers },
+      infra: { databaseUrl, redisUrl: required('REDIS_URL'), kafkaBrokers, kafkaEnv },
       secrets,
       gatewayConfig: join(repoRoot, 'deploy/local/gateway.yaml'),
       usageTopic,
@@ -78,6 +86,7 @@ export default async function globalSetup(): Promise<void> {
     simUrls: Object.values(ports.sim).map((port) => `http://127.0.0.1:${port}`),
     databaseUrl,
     kafkaBrokers: kafkaBrokers.split(','),
+    kafkaEnv,
     usageTopic,
     authAddress,
     grpcTls,

@@ -12,6 +12,8 @@ export interface Harness {
   simUrls: string[];
   databaseUrl: string;
   kafkaBrokers: string[];
+  /** KAFKA_TLS* and KAFKA_SASL_* of the brokers, as the services get them. */
+  kafkaEnv: Record<string, string>;
   usageTopic: string;
   authAddress: string;
   /** The stack's mutual TLS files: the CA and the certificate every process presents. */

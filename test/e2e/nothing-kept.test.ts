@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { createKafka } from '@gw/kafka';
+import { kafkaConnection } from '@gw/local-stack';
 import { harness } from './harness';
 import { waitForUsageRow } from './usage';
 
@@ -13,7 +14,11 @@ const h = harness();
 
 /** Every message on the usage topic, read from the beginning by a throwaway consumer group. */
 async function readWholeTopic(): Promise<Buffer[]> {
-  const kafka = createKafka({ brokers: h.kafkaBrokers, clientId: 'e2e-topic-reader', log: () => undefined });
+  const kafka = createKafka({
+    ...kafkaConnection({ kafkaBrokers: h.replica.kafkaBrokers, kafkaEnv: h.kafkaEnv }),
+    clientId: 'e2e-topic-reader',
+    log: () => undefined,
+  });
   const admin = kafka.admin();
   await admin.connect();
   const offsets = await admin.fetchTopicOffsets(h.usageTopic);

@@ -76,6 +76,7 @@ export function startIngressReplica(
       ROUTER_ADDRESS: h.replica.routerAddress,
       METERING_ADDRESS: h.replica.meteringAddress,
       KAFKA_BROKERS: h.replica.kafkaBrokers,
+      ...h.kafkaEnv,
       USAGE_TOPIC: h.usageTopic,
       REDIS_URL: h.replica.redisUrl,
       ADMIN_TOKEN: h.adminToken,

@@ -5,6 +5,7 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
+  kafkaConnection,
   portsFromBase,
   processSpecs,
   repoRoot,
@@ -39,7 +40,11 @@ const baseUrl = `http://127.0.0.1:${ports.http}`;
 async function startTracedStack(): Promise<void> {
   await rm(state.root, { recursive: true, force: true });
   await mkdir(state.root, { recursive: true });
-  const kafka = createKafka({ brokers: h.kafkaBrokers, clientId: 'e2e-tracing', log: () => undefined });
+  const kafka = createKafka({
+    ...kafkaConnection({ kafkaBrokers: h.replica.kafkaBrokers, kafkaEnv: h.kafkaEnv }),
+    clientId: 'e2e-tracing',
+    log: () => undefined,
+  });
   await ensureTopics(kafka, [{ topic: usageTopic, numPartitions: 1 }]);
   // Not startServices: its migrations are an ES module, which a test file's sandbox cannot import (the
   // global setup migrated the database already).
@@ -47,7 +52,12 @@ async function startTracedStack(): Promise<void> {
     repoRoot,
     state,
     ports,
-    infra: { databaseUrl: h.databaseUrl, redisUrl: h.replica.redisUrl, kafkaBrokers: h.replica.kafkaBrokers },
+    infra: {
+      databaseUrl: h.databaseUrl,
+      redisUrl: h.replica.redisUrl,
+      kafkaBrokers: h.replica.kafkaBrokers,
+      kafkaEnv: h.kafkaEnv,
+    },
     secrets: { ADMIN_TOKEN: stack.adminToken, KEY_PEPPERS: `p1:${randomBytes(32).toString('base64url')}` },
     gatewayConfig: h.replica.gatewayConfig,
     usageTopic,

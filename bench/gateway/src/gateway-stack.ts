@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { kafkaSecurityEnv } from '@gw/config';
 import { createPool, migrateUp } from '@gw/db';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
+  kafkaConnection,
   pidOf,
   portsFromBase,
   processSpecs,
@@ -92,7 +94,12 @@ export async function resolveInfra(repoRoot: string, cleanup: Cleanup): Promise<
   const { DATABASE_URL, REDIS_URL, KAFKA_BROKERS } = process.env;
   let infra: Infra;
   if (DATABASE_URL && REDIS_URL && KAFKA_BROKERS) {
-    infra = { databaseUrl: DATABASE_URL, redisUrl: REDIS_URL, kafkaBrokers: KAFKA_BROKERS };
+    infra = {
+      databaseUrl: DATABASE_URL,
+      redisUrl: REDIS_URL,
+      kafkaBrokers: KAFKA_BROKERS,
+      kafkaEnv: kafkaSecurityEnv(process.env),
+    };
   } else {
     const state = stateDir(join(repoRoot, '.local', 'bench-infra'));
     cleanup.add('stop the infrastructure this run started', () => stopInfra(repoRoot, state));
@@ -127,9 +134,9 @@ async function recreateDatabase(adminUrl: string, cleanup: Cleanup): Promise<str
 }
 
 /** A topic and consumer group of this run, deleted at its end. */
-async function createUsageTopic(kafkaBrokers: string, run: string, cleanup: Cleanup): Promise<string> {
+async function createUsageTopic(infra: Infra, run: string, cleanup: Cleanup): Promise<string> {
   const topic = `gateway.usage.v1.bench.${run}`;
-  const kafka = createKafka({ brokers: kafkaBrokers.split(','), clientId: 'bench-gateway', log: () => undefined });
+  const kafka = createKafka({ ...kafkaConnection(infra), clientId: 'bench-gateway', log: () => undefined });
   cleanup.add(`delete the topic ${topic}`, async () => {
     const admin = kafka.admin();
     await admin.connect();
@@ -223,7 +230,7 @@ export async function startGatewayStack(options: GatewayStackOptions, cleanup: C
   const gatewayConfig = join(options.root, 'gateway.yaml');
   await writeFile(gatewayConfig, gatewayYaml);
   const databaseUrl = await recreateDatabase(options.infra.databaseUrl, cleanup);
-  const usageTopic = await createUsageTopic(options.infra.kafkaBrokers, run, cleanup);
+  const usageTopic = await createUsageTopic(options.infra, run, cleanup);
   await migrateUp(databaseUrl);
 
   const secrets = {

@@ -17,7 +17,19 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 app.kubernetes.io/part-of: inference-gateway
 app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ .service }}
 {{ include "gateway.selectorLabels" . }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of a component's pods: the object labels and the component's podLabels. */}}
+{{- define "gateway.podLabels" -}}
+{{ include "gateway.labels" . }}
+{{- with (index .root.Values .service).podLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "gateway.selectorLabels" -}}
@@ -29,12 +41,65 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{ include "gateway.fullname" .root }}-{{ .service }}
 {{- end }}
 
+{{/* An image by digest when one is given, else by tag; global.imageRegistry (an umbrella chart's) wins. */}}
 {{- define "gateway.image" -}}
-{{ .root.Values.imageRegistry }}{{ .image.repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
+{{- $registry := .root.Values.imageRegistry }}
+{{- with .root.Values.global }}{{ with .imageRegistry }}{{ $registry = . }}{{ end }}{{ end }}
+{{- if .image.digest }}
+{{- printf "%s%s@%s" $registry .image.repository .image.digest }}
+{{- else }}
+{{- printf "%s%s:%s" $registry .image.repository (.image.tag | default .root.Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* imagePullSecrets and global.imagePullSecrets, once each; takes the root context. */}}
+{{- define "gateway.imagePullSecrets" -}}
+{{- $names := .Values.imagePullSecrets }}
+{{- with .Values.global }}{{ with .imagePullSecrets }}{{ $names = concat $names . }}{{ end }}{{ end }}
+{{- with uniq $names -}}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A component's ServiceAccount: its own when created or named, else the namespace's default. */}}
+{{- define "gateway.serviceAccountName" -}}
+{{- $account := (index .root.Values .service).serviceAccount }}
+{{- if $account.create }}
+{{- $account.name | default (include "gateway.serviceName" .) }}
+{{- else }}
+{{- $account.name | default "default" }}
+{{- end }}
 {{- end }}
 
 {{/* Checks run once per render: what the schema cannot say. */}}
 {{- define "gateway.validate" -}}
+{{- if and (eq (int .Values.ingress.service.port) 443) (not .Values.ingress.service.tlsTerminatedByLoadBalancer) }}
+{{- fail "ingress.service.port 443 would put plaintext HTTP behind the port clients take for TLS: expose the API with publicApi.ingress or publicApi.httpRoute (TLS in front), or end TLS at the load balancer and set ingress.service.tlsTerminatedByLoadBalancer" }}
+{{- end }}
+{{- with .Values.publicApi.ingress }}
+{{- if and .enabled (or (not .hosts) (not .tlsSecretName)) }}
+{{- fail "publicApi.ingress needs hosts and tlsSecretName: the public API is served with TLS only" }}
+{{- end }}
+{{- end }}
+{{- with .Values.publicApi.httpRoute }}
+{{- if and .enabled (or (not .parentRefs) (not .hostnames)) }}
+{{- fail "publicApi.httpRoute needs parentRefs (an HTTPS listener of a Gateway) and hostnames" }}
+{{- end }}
+{{- end }}
+{{- if and .Values.monitoring.prometheusRule.enabled (not .Values.monitoring.prometheusRule.runbookBaseUrl) }}
+{{- fail "monitoring.prometheusRule.runbookBaseUrl: the URL where docs/runbooks/ is published (ending in /), so that every alert links its runbook" }}
+{{- end }}
+{{- with .Values.kafka.sasl }}
+{{- if and .mechanism (not $.Values.kafka.tls.enabled) }}
+{{- fail "kafka.sasl.mechanism needs kafka.tls.enabled: true (a password or token never travels in plaintext)" }}
+{{- end }}
+{{- if and (eq .mechanism "aws-msk-iam") (not .awsRegion) }}
+{{- fail "kafka.sasl.awsRegion: name the AWS region of the MSK cluster" }}
+{{- end }}
+{{- end }}
 {{- if not .Values.grpc.insecure }}
 {{- if and (eq .Values.grpc.tls.source "certManager") (not .Values.grpc.tls.certManager.issuerName) }}
 {{- fail "grpc.tls.certManager.issuerName: name the cert-manager issuer of the services' certificates, or set grpc.insecure: true" }}
@@ -59,6 +124,64 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
     secretKeyRef:
       name: {{ .root.Values.secrets.existingSecret }}
       key: {{ index .root.Values.secrets.keys .key }}
+{{- end }}
+
+{{/*
+Kafka connection of every process that talks to Kafka (ingress, metering, hook Jobs): the brokers from the
+Secret, then TLS and SASL; takes (dict "root" $). Pair with gateway.kafkaVolumeMounts and gateway.kafkaVolumes.
+*/}}
+{{- define "gateway.kafkaEnv" -}}
+{{- $root := .root }}
+{{- $kafka := .root.Values.kafka }}
+{{- include "gateway.secretEnv" (dict "root" .root "name" "KAFKA_BROKERS" "key" "kafkaBrokers") }}
+{{- if $kafka.tls.enabled }}
+- name: KAFKA_TLS
+  value: "true"
+{{- if $kafka.tls.caSecret }}
+- name: KAFKA_TLS_CA
+  value: /etc/gateway/kafka-ca/{{ $kafka.tls.caKey }}
+{{- end }}
+{{- with $kafka.tls.serverName }}
+- name: KAFKA_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- with $kafka.sasl.mechanism }}
+- name: KAFKA_SASL_MECHANISM
+  value: {{ . | quote }}
+{{- if eq . "aws-msk-iam" }}
+- name: KAFKA_AWS_REGION
+  value: {{ $kafka.sasl.awsRegion | quote }}
+{{- else }}
+{{- $secret := $kafka.sasl.existingSecret | default $root.Values.secrets.existingSecret }}
+- name: KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $kafka.sasl.usernameKey }}
+- name: KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $kafka.sasl.passwordKey }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.kafkaVolumeMounts" -}}
+{{- if and .root.Values.kafka.tls.enabled .root.Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  mountPath: /etc/gateway/kafka-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "gateway.kafkaVolumes" -}}
+{{- if and .root.Values.kafka.tls.enabled .root.Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  secret:
+    secretName: {{ .root.Values.kafka.tls.caSecret }}
+{{- end }}
 {{- end }}
 
 {{/* Environment shared by every service; takes (dict "root" $ "service" name). */}}
@@ -102,23 +225,18 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 - name: {{ $name }}
   value: {{ $value | quote }}
 {{- end }}
+{{- with (index .root.Values .service).extraEnvVars }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
+{{/* podSecurityContext and containerSecurityContext as given (a null removes a default key: OpenShift). */}}
 {{- define "gateway.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 10001
-runAsGroup: 10001
-fsGroup: 10001
-seccompProfile:
-  type: RuntimeDefault
+{{ toYaml .root.Values.podSecurityContext }}
 {{- end }}
 
 {{- define "gateway.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-privileged: false
-capabilities:
-  drop: [ALL]
+{{ toYaml .root.Values.containerSecurityContext }}
 {{- end }}
 
 {{/*
@@ -130,6 +248,9 @@ YAML changes; with "reload" the services take the mounted file as it changes and
 checksum/gateway-config: {{ .root.Values.gatewayConfig | sha256sum }}
 {{- else }}
 gateway/config-rollout: reload
+{{- end }}
+{{- with (index .root.Values .service).podAnnotations }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}
 
@@ -143,6 +264,9 @@ gateway/config-rollout: reload
 - name: grpc-tls
   mountPath: /etc/gateway/tls
   readOnly: true
+{{- end }}
+{{- with (index .root.Values .service).extraVolumeMounts }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}
 
@@ -159,17 +283,38 @@ gateway/config-rollout: reload
   secret:
     secretName: {{ include "gateway.tlsSecretName" . }}
 {{- end }}
+{{- with (index .root.Values .service).extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "gateway.podSpecCommon" -}}
-automountServiceAccountToken: false
+{{- $values := index .root.Values .service -}}
+serviceAccountName: {{ include "gateway.serviceAccountName" . }}
+automountServiceAccountToken: {{ $values.serviceAccount.automountToken }}
 securityContext:
   {{- include "gateway.podSecurityContext" . | nindent 2 }}
-{{- with .root.Values.imagePullSecrets }}
-imagePullSecrets:
-  {{- range . }}
-  - name: {{ . }}
-  {{- end }}
+{{- with include "gateway.imagePullSecrets" .root }}
+{{ . }}
+{{- end }}
+{{- with $values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.initContainers }}
+initContainers:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- if .root.Values.topologySpread.enabled }}
 topologySpreadConstraints:

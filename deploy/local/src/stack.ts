@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { kafkaSecurityEnv, readKafkaSecurity } from '@gw/config';
+import type { KafkaSecurity } from '@gw/config';
 import { migrateUp } from '@gw/db';
 import { defaultSimAws } from '@gw/sim-upstream';
 import { readEnvFile, writeEnvFile } from './env-file';
@@ -18,6 +20,16 @@ export interface Infra {
   databaseUrl: string;
   redisUrl: string;
   kafkaBrokers: string;
+  /** KAFKA_TLS* and KAFKA_SASL_* of the brokers (infra.sh runs TLS and SCRAM); absent or empty: plaintext. */
+  kafkaEnv?: Record<string, string>;
+}
+
+/** The brokers and their TLS and SASL settings, for a Kafka client of a test or a tool. */
+export function kafkaConnection(infra: Pick<Infra, 'kafkaBrokers' | 'kafkaEnv'>): {
+  brokers: string[];
+  security: KafkaSecurity;
+} {
+  return { brokers: infra.kafkaBrokers.split(','), security: readKafkaSecurity(infra.kafkaEnv ?? {}) };
 }
 
 export interface InfraPorts {
@@ -171,6 +183,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         METRICS_PORT: String(ports.metrics.metering),
         DATABASE_URL: infra.databaseUrl,
         KAFKA_BROKERS: infra.kafkaBrokers,
+        ...infra.kafkaEnv,
         USAGE_TOPIC: options.usageTopic,
         CONSUMER_GROUP: options.consumerGroup,
         GATEWAY_CONFIG: options.gatewayConfig,
@@ -193,6 +206,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         ROUTER_ADDRESS: grpc('router'),
         METERING_ADDRESS: grpc('metering'),
         KAFKA_BROKERS: infra.kafkaBrokers,
+        ...infra.kafkaEnv,
         USAGE_TOPIC: options.usageTopic,
         REDIS_URL: infra.redisUrl,
         ADMIN_TOKEN: options.secrets.ADMIN_TOKEN,
@@ -221,7 +235,12 @@ export async function startInfra(repoRoot: string, state: StateDir, ports: Infra
   if (!env.DATABASE_URL || !env.REDIS_URL || !env.KAFKA_BROKERS) {
     throw new Error(`infra.sh up did not write DATABASE_URL, REDIS_URL and KAFKA_BROKERS to ${state.infraEnv}`);
   }
-  return { databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, kafkaBrokers: env.KAFKA_BROKERS };
+  return {
+    databaseUrl: env.DATABASE_URL,
+    redisUrl: env.REDIS_URL,
+    kafkaBrokers: env.KAFKA_BROKERS,
+    kafkaEnv: kafkaSecurityEnv(env),
+  };
 }
 
 export async function stopInfra(repoRoot: string, state: StateDir): Promise<void> {

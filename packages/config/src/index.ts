@@ -3,3 +3,4 @@ export * from './gateway-config';
 export * from './grpc-transport';
 export * from './gateway-config-watch';
 export * from './residency';
+export * from './kafka-security';

@@ -1,5 +1,6 @@
+import type { KafkaSasl, KafkaSecurity } from '@gw/config';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import type { LogEntry, logCreator } from 'kafkajs';
+import type { KafkaConfig, LogEntry, logCreator, SASLOptions } from 'kafkajs';
 
 export type { Kafka } from 'kafkajs';
 
@@ -16,6 +17,8 @@ export interface KafkaOptions {
   brokers: string[];
   clientId: string;
   log: KafkaLog;
+  /** TLS and SASL (readKafkaSecurity from @gw/config); absent: plaintext. */
+  security?: KafkaSecurity;
 }
 
 /**
@@ -53,6 +56,40 @@ function routeTo(log: KafkaLog): logCreator {
   };
 }
 
+/**
+ * MSK IAM: a token signed with the process's AWS identity (the default chain: IRSA's web identity, an
+ * instance role, environment keys), asked for at every (re)authentication. Loaded only when chosen.
+ */
+function mskIamToken(region: string): () => Promise<{ value: string }> {
+  return async () => {
+    const { generateAuthToken } = await import('aws-msk-iam-sasl-signer-js');
+    const { token } = await generateAuthToken({ region });
+    return { value: token };
+  };
+}
+
+function saslOptions(sasl: KafkaSasl): SASLOptions {
+  if (sasl.mechanism === 'aws-msk-iam') {
+    return { mechanism: 'oauthbearer', oauthBearerProvider: mskIamToken(sasl.region) };
+  }
+  return { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password };
+}
+
+/** kafkajs's ssl and sasl options for a KafkaSecurity; nothing for plaintext. */
+export function connectionOptions(security: KafkaSecurity = {}): Pick<KafkaConfig, 'ssl' | 'sasl'> {
+  const options: Pick<KafkaConfig, 'ssl' | 'sasl'> = {};
+  if (security.tls) {
+    const { ca, serverName } = security.tls;
+    options.ssl = {
+      rejectUnauthorized: true,
+      ...(ca === undefined ? {} : { ca: [ca] }),
+      ...(serverName === undefined ? {} : { servername: serverName }),
+    };
+  }
+  if (security.sasl) options.sasl = saslOptions(security.sasl);
+  return options;
+}
+
 /** A Kafka client whose logs go to the given function instead of the console. */
 export function createKafka(options: KafkaOptions): Kafka {
   return new Kafka({
@@ -60,6 +97,7 @@ export function createKafka(options: KafkaOptions): Kafka {
     brokers: options.brokers,
     logLevel: logLevel.INFO,
     logCreator: routeTo(options.log),
+    ...connectionOptions(options.security),
   });
 }
 

@@ -1,14 +1,27 @@
+import { ConfigError, readKafkaSecurity } from '@gw/config';
+import type { KafkaSecurity } from '@gw/config';
 import { createKafka } from './client';
 import { ensureTopics, gatewayTopics } from './topics';
 
-// Used by deploy/local/infra.sh: creates the gateway's topics on KAFKA_BROKERS (comma list).
+// Used by deploy/local/infra.sh: creates the gateway's topics on KAFKA_BROKERS (comma list), with the
+// KAFKA_TLS* and KAFKA_SASL_* settings the services read.
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092')
   .split(',')
   .map((broker) => broker.trim())
   .filter((broker) => broker.length > 0);
 
+let security: KafkaSecurity;
+try {
+  security = readKafkaSecurity();
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(2);
+}
+
 const kafka = createKafka({
   brokers,
+  security,
   clientId: 'gateway-ensure-topics',
   log: (level, message) => {
     if (level === 'error' || level === 'warn') process.stderr.write(`kafka ${level}: ${message}\n`);

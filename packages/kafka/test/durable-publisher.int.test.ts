@@ -1,33 +1,20 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readKafkaSecurity } from '@gw/config';
+import type { KafkaSecurity } from '@gw/config';
 import { create, eventsv1, fromBinary } from '@gw/proto';
+import { testInfraEnv } from '@gw/testing';
 import { createKafka, DurableUsagePublisher, ensureTopics, UsageEventProducer } from '../src';
 import type { Kafka, KafkaLog } from '../src';
 
-const repoRoot = join(__dirname, '..', '..', '..');
-
-/** KAFKA_BROKERS from the environment, else from what `infra.sh up` wrote. */
-function kafkaBrokers(): string[] {
-  let brokers = process.env.KAFKA_BROKERS;
-  const candidates = [
-    process.env.GW_STATE_DIR && join(process.env.GW_STATE_DIR, 'infra.env'),
-    join(repoRoot, '.local', 'test-infra', 'infra.env'),
-    join(repoRoot, '.local', 'infra.env'),
-  ];
-  for (const file of candidates) {
-    if (brokers || !file || !existsSync(file)) continue;
-    const line = readFileSync(file, 'utf8')
-      .split('\n')
-      .find((entry) => entry.startsWith('KAFKA_BROKERS='));
-    brokers = line?.slice('KAFKA_BROKERS='.length);
-  }
-  if (!brokers) throw new Error('KAFKA_BROKERS is not set and no infra.env was found: run deploy/local/infra.sh up');
-  return brokers.split(',');
+/** The test infrastructure's brokers and their TLS and SASL settings. */
+function kafkaConnection(): { brokers: string[]; security: KafkaSecurity } {
+  const infra = testInfraEnv();
+  return { brokers: infra.KAFKA_BROKERS!.split(','), security: readKafkaSecurity(infra) };
 }
 
 /** Polls until check passes, or fails after timeoutMs. */
@@ -103,7 +90,7 @@ describe('DurableUsagePublisher against a real Kafka broker', () => {
   const suffix = randomBytes(4).toString('hex');
   const topic = `gateway.usage.v1.test-spool-${suffix}`;
   const crashTopic = `gateway.usage.v1.test-spool-crash-${suffix}`;
-  const kafka: Kafka = createKafka({ brokers: kafkaBrokers(), clientId: 'spool-test', log: quiet });
+  const kafka: Kafka = createKafka({ ...kafkaConnection(), clientId: 'spool-test', log: quiet });
   let dir: string;
 
   beforeAll(async () => {

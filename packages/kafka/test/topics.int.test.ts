@@ -1,26 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readKafkaSecurity } from '@gw/config';
+import { testInfraEnv } from '@gw/testing';
 import { createKafka, ensureTopics, PartitionCountMismatchError } from '../src';
 
-const repoRoot = join(__dirname, '..', '..', '..');
-
-/** KAFKA_BROKERS from the environment, else from what `infra.sh up` wrote. */
-function kafkaBrokers(): string[] {
-  let brokers = process.env.KAFKA_BROKERS;
-  const file = join(process.env.GW_STATE_DIR ?? join(repoRoot, '.local', 'test-infra'), 'infra.env');
-  if (!brokers && existsSync(file)) {
-    const line = readFileSync(file, 'utf8')
-      .split('\n')
-      .find((entry) => entry.startsWith('KAFKA_BROKERS='));
-    brokers = line?.slice('KAFKA_BROKERS='.length);
-  }
-  if (!brokers) throw new Error('KAFKA_BROKERS is not set and no infra.env was found: run deploy/local/infra.sh up');
-  return brokers.split(',');
-}
-
 describe('ensureTopics against a real broker', () => {
-  const kafka = createKafka({ brokers: kafkaBrokers(), clientId: 'topics-test', log: () => undefined });
+  const infra = testInfraEnv();
+  const kafka = createKafka({
+    brokers: infra.KAFKA_BROKERS!.split(','),
+    clientId: 'topics-test',
+    log: () => undefined,
+    security: readKafkaSecurity(infra),
+  });
   const topic = `gateway.usage.v1.test-topics-${randomBytes(4).toString('hex')}`;
 
   async function partitionsOf(name: string): Promise<number> {

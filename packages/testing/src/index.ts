@@ -1,4 +1,5 @@
 export * from './certificates';
+export * from './infra-env';
 
 /**
  * The one way tests wait: poll a condition until it holds or a bound passes, then fail saying what was

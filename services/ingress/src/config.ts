@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { defaultBodyLimitBytes, env, readEnv, readGrpcTransport } from '@gw/config';
-import type { GrpcTransport } from '@gw/config';
+import { defaultBodyLimitBytes, env, readEnv, readGrpcTransport, readKafkaSecurity } from '@gw/config';
+import type { GrpcTransport, KafkaSecurity } from '@gw/config';
 import { readTracingConfig } from '@gw/telemetry';
 import type { TracingConfig } from '@gw/telemetry';
 
@@ -102,6 +102,8 @@ const checkedSchema = schema.refine((config) => config.BODY_BUFFER_MAX_BYTES >= 
 export type IngressConfig = z.infer<typeof schema> & {
   /** Of the gRPC clients: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
   grpcTransport: GrpcTransport;
+  /** TLS and SASL towards Kafka from KAFKA_TLS* and KAFKA_SASL_*; plaintext when none is set. */
+  kafkaSecurity: KafkaSecurity;
   /** Tracing from the standard OTEL_* variables; off unless an OTLP endpoint is set. */
   tracing: TracingConfig;
 };
@@ -110,6 +112,7 @@ export function readIngressConfig(): IngressConfig {
   return {
     ...readEnv(checkedSchema),
     grpcTransport: readGrpcTransport(),
+    kafkaSecurity: readKafkaSecurity(),
     tracing: readTracingConfig(process.env, 'ingress'),
   };
 }

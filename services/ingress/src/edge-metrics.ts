@@ -33,6 +33,10 @@ export const authFailureReasons = [
 ] as const;
 /** A key's residency tier as the catalogue names it; `unspecified` for a key without a valid one. */
 const residencyTiers = ['uk', 'eu', 'unspecified'] as const;
+const tierNames: Partial<Record<commonv1.Residency, (typeof residencyTiers)[number]>> = {
+  [commonv1.Residency.UK]: 'uk',
+  [commonv1.Residency.EU]: 'eu',
+};
 const tokenKinds = ['input', 'output', 'cache_read', 'cache_write'] as const;
 type Environment = 'live' | 'test';
 /** The label of any value outside a fixed set (a model outside the catalogue, a region not configured). */
@@ -65,6 +69,8 @@ export interface SettledRequest {
   seconds: number;
   firstTokenSeconds: number | undefined;
   routerFirstEventSeconds: number | undefined;
+  /** The key's residency tier: the `tier` label of the added time, for an objective per tier. */
+  residency: commonv1.Residency;
 }
 
 export interface EdgeMetrics {
@@ -132,7 +138,8 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
   });
   const added = new Histogram({
     name: 'gateway_added_latency_seconds',
-    help: "The gateway's own time in a whole (not streamed) answer that succeeded: its duration minus the time from the router call to the router's first event.",
+    help: "The gateway's own time in a whole (not streamed) answer that succeeded: its duration minus the time from the router call to the router's first event; by the key's residency tier.",
+    labelNames: ['tier'],
     buckets: addedBuckets,
     registers,
   });
@@ -200,6 +207,8 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
   const limitByKind = new Map(limitKinds.map((kind) => [kind as string, limitRefusals.labels({ kind })]));
   const authByReason = new Map(authFailureReasons.map((reason) => [reason as string, authFailures.labels({ reason })]));
   const residencyByTier = new Map(residencyTiers.map((tier) => [tier as string, residencyRefusals.labels({ tier })]));
+  for (const tier of residencyTiers) added.zero({ tier });
+  const addedByTier = new Map(residencyTiers.map((tier) => [tier as string, added.labels({ tier })]));
   const [handed, durable, acknowledged] = (['handed', 'durable', 'acknowledged'] as const).map((stage) =>
     usageEvents.labels({ stage }),
   );
@@ -309,7 +318,8 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
         children.genAiFirstToken.observe(request.firstTokenSeconds);
       }
       if (request.completed && !request.streamed && request.routerFirstEventSeconds !== undefined) {
-        added.observe(Math.max(0, request.seconds - request.routerFirstEventSeconds));
+        const tier = tierNames[request.residency] ?? 'unspecified';
+        addedByTier.get(tier)!.observe(Math.max(0, request.seconds - request.routerFirstEventSeconds));
       }
     },
     usageHanded: () => handed!.inc(),

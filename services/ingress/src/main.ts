@@ -68,6 +68,7 @@ void runOrExit(async () => {
     brokers: config.KAFKA_BROKERS,
     clientId: 'ingress',
     log: (level, message, fields) => logger[level](fields, message),
+    security: config.kafkaSecurity,
   });
   const metrics = await startMetricsServer('ingress', config.METRICS_HOST, config.METRICS_PORT);
   // Models and pools reach ingress in policy's catalogue; what ingress reads of the YAML itself is reloaded here.

@@ -17,6 +17,7 @@ const settled = (overrides: Partial<SettledRequest> = {}): SettledRequest => ({
   seconds: 1.5,
   firstTokenSeconds: undefined,
   routerFirstEventSeconds: 1.2,
+  residency: commonv1.Residency.EU,
   ...overrides,
 });
 
@@ -92,6 +93,21 @@ describe('edge metrics', () => {
       await value('gateway_time_to_first_token_seconds_count', { model: 'claude-sonnet-5', region: 'eu-west' }),
     ).toBe(1);
     expect(await value('gen_ai_server_request_duration_seconds_count', { error_type: 'overloaded_error' })).toBe(1);
+  });
+
+  it("labels the added time with the key's residency tier, every tier's series there at zero from the start", async () => {
+    const { metrics, value } = metricsUnderTest();
+    const exposition = await server.registry.metrics();
+    for (const tier of ['uk', 'eu', 'unspecified']) {
+      expect(exposition).toMatch(
+        new RegExp(`^gateway_added_latency_seconds_count\\{[^}]*tier="${tier}"[^}]*\\} 0$`, 'm'),
+      );
+    }
+    metrics.settled(settled({ residency: commonv1.Residency.UK }));
+    metrics.settled(settled());
+    metrics.settled(settled());
+    expect(await value('gateway_added_latency_seconds_count', { tier: 'uk' })).toBe(1);
+    expect(await value('gateway_added_latency_seconds_count', { tier: 'eu' })).toBe(2);
   });
 
   it('counts refusals by the reason they carry, and nothing for an error without one', async () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { env, readEnv, readGrpcTransport } from '@gw/config';
-import type { GrpcTransport } from '@gw/config';
+import { env, readEnv, readGrpcTransport, readKafkaSecurity } from '@gw/config';
+import type { GrpcTransport, KafkaSecurity } from '@gw/config';
 import { readTracingConfig } from '@gw/telemetry';
 import type { TracingConfig } from '@gw/telemetry';
 
@@ -31,6 +31,8 @@ const schema = z.object({
 export type MeteringConfig = z.infer<typeof schema> & {
   /** Of the gRPC server: mutual TLS from GRPC_TLS_*, or plaintext only with GRPC_INSECURE=true. */
   grpcTransport: GrpcTransport;
+  /** TLS and SASL towards Kafka from KAFKA_TLS* and KAFKA_SASL_*; plaintext when none is set. */
+  kafkaSecurity: KafkaSecurity;
   /** Tracing from the standard OTEL_* variables; off unless an OTLP endpoint is set. */
   tracing: TracingConfig;
 };
@@ -39,6 +41,7 @@ export function readMeteringConfig(): MeteringConfig {
   return {
     ...readEnv(schema),
     grpcTransport: readGrpcTransport(),
+    kafkaSecurity: readKafkaSecurity(),
     tracing: readTracingConfig(process.env, 'metering'),
   };
 }

@@ -45,6 +45,7 @@ void runOrExit(async () => {
     brokers: config.KAFKA_BROKERS,
     clientId: 'metering',
     log: (level, message, fields) => logger[level](fields, message),
+    security: config.kafkaSecurity,
   });
   const consumer = await startBatchConsumer(kafka, {
     groupId: config.CONSUMER_GROUP,

@@ -1,6 +1,10 @@
 import { Counter, Gauge, Histogram } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
 import { usageCappedMetric } from '@gw/usage';
+import type { UnpricedReason } from './pricing';
+
+/** Every reason an event is stored unpriced: each series exists at zero from the start, for rates and alerts. */
+const unpricedReasons: readonly UnpricedReason[] = ['unknown_model', 'unknown_plan'];
 
 export interface MeteringMetrics {
   eventsWritten: Counter;
@@ -25,8 +29,16 @@ export function meteringMetrics(registry: Registry, now: () => number = Date.now
       if (newestAppliedEvent.endedAtUnixMs > 0) this.set((now() - newestAppliedEvent.endedAtUnixMs) / 1000);
     },
   });
+  const eventsUnpriced = new Counter({
+    name: 'metering_usage_events_unpriced_total',
+    help: 'Live usage events stored at cost 0 because the gateway configuration does not know their model or plan.',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  for (const reason of unpricedReasons) eventsUnpriced.labels({ reason }).inc(0);
   return {
     newestAppliedEvent,
+    eventsUnpriced,
     consumerLag: new Gauge({
       name: 'gateway_metering_consumer_lag_messages',
       help: 'Usage messages of a partition behind the last one applied, as of the last chunk stored from it.',
@@ -47,12 +59,6 @@ export function meteringMetrics(registry: Registry, now: () => number = Date.now
     eventsSkipped: new Counter({
       name: 'metering_usage_events_skipped_total',
       help: 'Messages on the usage topic that are not a storable UsageEvent; skipped and logged.',
-      registers: [registry],
-    }),
-    eventsUnpriced: new Counter({
-      name: 'metering_usage_events_unpriced_total',
-      help: 'Live usage events stored at cost 0 because the gateway configuration does not know their model or plan.',
-      labelNames: ['reason'],
       registers: [registry],
     }),
     batchSeconds: new Histogram({

@@ -2,11 +2,12 @@ import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { kafkaSecurityEnv, readKafkaSecurity } from '@gw/config';
 import { createPool } from '@gw/db';
 import type { Pool } from '@gw/db';
 import { createServiceClient, isServing } from '@gw/grpc';
@@ -14,28 +15,20 @@ import { createKafka, ensureTopics, UsageEventProducer } from '@gw/kafka';
 import type { Kafka } from '@gw/kafka';
 import { commonv1, create, eventsv1, meteringv1, toBinary } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
+import { testInfraEnv } from '@gw/testing';
 
 const repoRoot = join(__dirname, '..', '..', '..');
 const run = promisify(execFile);
 
-/** DATABASE_URL and KAFKA_BROKERS from the environment, else from what `infra.sh up` wrote. */
-function infrastructure(): { databaseUrl: string; kafkaBrokers: string[] } {
-  let { DATABASE_URL: databaseUrl, KAFKA_BROKERS: kafkaBrokers } = process.env;
-  if (!databaseUrl || !kafkaBrokers) {
-    const file = join(process.env.GW_STATE_DIR ?? join(repoRoot, '.local'), 'infra.env');
-    if (!existsSync(file))
-      throw new Error(`neither DATABASE_URL/KAFKA_BROKERS nor ${file}: run deploy/local/infra.sh up`);
-    const written = Object.fromEntries(
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .filter((line) => line.includes('='))
-        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
-    );
-    databaseUrl ||= written.DATABASE_URL;
-    kafkaBrokers ||= written.KAFKA_BROKERS;
-  }
-  if (!databaseUrl || !kafkaBrokers) throw new Error('DATABASE_URL or KAFKA_BROKERS is missing');
-  return { databaseUrl, kafkaBrokers: kafkaBrokers.split(',') };
+/** DATABASE_URL, KAFKA_BROKERS and Kafka's TLS and SASL settings of the test infrastructure. */
+function infrastructure(): { databaseUrl: string; kafkaBrokers: string[]; kafkaEnv: Record<string, string> } {
+  const infra = testInfraEnv();
+  if (!infra.DATABASE_URL || !infra.KAFKA_BROKERS) throw new Error('DATABASE_URL or KAFKA_BROKERS is missing');
+  return {
+    databaseUrl: infra.DATABASE_URL,
+    kafkaBrokers: infra.KAFKA_BROKERS.split(','),
+    kafkaEnv: kafkaSecurityEnv(infra),
+  };
 }
 
 function freePort(): Promise<number> {
@@ -131,7 +124,7 @@ describe('metering service against real Kafka and PostgreSQL', () => {
   const databaseName = `gateway_test_metering_${suffix}`;
   const topic = `gateway.usage.v1.test-metering-${suffix}`;
   const consumerGroup = `gateway-metering-test-${suffix}`;
-  const { databaseUrl: adminUrl, kafkaBrokers } = infrastructure();
+  const { databaseUrl: adminUrl, kafkaBrokers, kafkaEnv } = infrastructure();
   let admin: Pool;
   let pool: Pool;
   let kafka: Kafka;
@@ -173,7 +166,12 @@ describe('metering service against real Kafka and PostgreSQL', () => {
     });
     pool = createPool(url.toString(), () => undefined, 2);
 
-    kafka = createKafka({ brokers: kafkaBrokers, clientId: 'metering-test', log: () => undefined });
+    kafka = createKafka({
+      brokers: kafkaBrokers,
+      clientId: 'metering-test',
+      log: () => undefined,
+      security: readKafkaSecurity(kafkaEnv),
+    });
     await ensureTopics(kafka, [{ topic, numPartitions: 6 }]);
     producer = new UsageEventProducer(kafka, { topic });
     await producer.connect();
@@ -190,6 +188,7 @@ describe('metering service against real Kafka and PostgreSQL', () => {
         LOG_LEVEL: 'info',
         DATABASE_URL: url.toString(),
         KAFKA_BROKERS: kafkaBrokers.join(','),
+        ...kafkaEnv,
         USAGE_TOPIC: topic,
         CONSUMER_GROUP: consumerGroup,
         GRPC_PORT: String(grpcPort),

@@ -124,6 +124,7 @@ export async function settle(
       firstTokenSeconds:
         state.firstDeltaAtUnixMs === undefined ? undefined : (state.firstDeltaAtUnixMs - input.startedAt) / 1000,
       routerFirstEventSeconds: routerFirstEventMs === undefined ? undefined : routerFirstEventMs / 1000,
+      residency: key.residency,
     },
     request,
   );
