@@ -212,7 +212,13 @@ void runOrExit(async () => {
   );
   publicServer.keepAliveTimeout = 65_000;
   const adminServer = createHttpServer(
-    createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger, ready }),
+    createAdminApp({
+      clients,
+      operatorToken: config.ADMIN_TOKEN,
+      trustedProxies: config.TRUSTED_PROXIES,
+      logger,
+      ready,
+    }),
     receiveBounds,
   );
   await listen(publicServer, config.HTTP_PORT, config.HTTP_HOST);

@@ -359,6 +359,7 @@ export interface AdminAppOptions {
   ready(): boolean;
   clients: Clients;
   operatorToken: string;
+  trustedProxies: readonly string[];
   logger: Logger;
 }
 
@@ -404,7 +405,7 @@ export function createAdminApp(options: AdminAppOptions): express.Express {
     response.json({ status: 'ok' });
   });
   app.get('/readyz', readiness(options.ready));
-  app.use('/admin/v1', adminRoutes({ clients: options.clients, operatorToken: options.operatorToken, sendError }));
+  app.use('/admin/v1', adminRoutes({ ...options, sendError }));
   app.use(express.static(dashboardAssets, { index: 'index.html', redirect: false }));
   app.use(notFound);
   app.use(internalError(options.logger));
