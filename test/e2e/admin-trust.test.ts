@@ -145,6 +145,102 @@ describe('admin keys: lifecycle and suspension', () => {
   });
 });
 
+describe('bounds, pages and names', () => {
+  let account: Account;
+
+  beforeAll(async () => {
+    account = (await admin<Account>(h, 'POST', '/accounts', { name: 'Bounded Ltd', plan: 'starter' })).body;
+  });
+
+  it('refuses names with bidirectional controls or invisible characters', async () => {
+    for (const name of ['\u202Egnp.exe', 'a\u200Bb', '\u2066x\u2069', 'x\uFEFFy', '\u3164']) {
+      const created = await admin<{ error: { type: string; message: string } }>(
+        h,
+        'POST',
+        '/keys',
+        newKey(account.id, name),
+      );
+      expect(created.status).toBe(400);
+      expect(created.body.error.message).toMatch(
+        /^name: must not contain bidirectional controls or invisible characters/,
+      );
+    }
+    expect((await admin(h, 'POST', '/keys', newKey(account.id, 'Zoë – café 東京'))).status).toBe(201);
+  });
+
+  it('pages, searches and filters keys, and edits a key', async () => {
+    const ids: string[] = [];
+    for (const name of ['alpha-1', 'alpha-2', 'beta-1', 'alpha-3']) {
+      ids.push((await admin<{ id: string }>(h, 'POST', '/keys', newKey(account.id, name))).body.id);
+    }
+    await admin(h, 'POST', `/keys/${ids[1]}/revoke`);
+    const seen: string[] = [];
+    let after: string | null = '';
+    for (let pages = 0; after !== null && pages < 10; pages += 1) {
+      const page: { status: number; body: { data: { id: string }[]; next_after: string | null } } = await admin(
+        h,
+        'GET',
+        `/keys?account_id=${account.id}&limit=2${after ? `&after=${after}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data.map((key) => key.id));
+      after = page.body.next_after;
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toEqual(expect.arrayContaining(ids));
+    const alphasActive = await admin<{ data: { name: string }[] }>(
+      h,
+      'GET',
+      `/keys?account_id=${account.id}&q=ALPHA&status=active`,
+    );
+    expect(alphasActive.body.data.map((key) => key.name)).toEqual(['alpha-3', 'alpha-1']);
+    expect((await admin(h, 'GET', `/keys?account_id=${account.id}&limit=201`)).status).toBe(400);
+    expect((await admin(h, 'GET', `/keys?account_id=${account.id}&status=lost`)).status).toBe(400);
+
+    const edited = await admin<{ name: string; allowed_ips: string[] | null }>(h, 'PATCH', `/keys/${ids[0]}`, {
+      name: 'alpha-one',
+      allowed_ips: ['192.0.2.0/24'],
+    });
+    expect(edited.status).toBe(200);
+    expect(edited.body).toEqual(expect.objectContaining({ name: 'alpha-one', allowed_ips: ['192.0.2.0/24'] }));
+    const audit = await admin<{ data: { before: { name: string }; after: { name: string } }[] }>(
+      h,
+      'GET',
+      `/audit?account_id=${account.id}&action=key.update`,
+    );
+    expect(audit.body.data[0]).toEqual(
+      expect.objectContaining({
+        before: expect.objectContaining({ name: 'alpha-1' }),
+        after: expect.objectContaining({ name: 'alpha-one' }),
+      }),
+    );
+    expect((await admin(h, 'PATCH', `/keys/${ids[1]}`, { name: 'revoked' })).status).toBe(400);
+  });
+
+  it('holds an account to its documented number of admin keys', async () => {
+    const own = (await admin<Account>(h, 'POST', '/accounts', { name: 'Many Admins Ltd', plan: 'starter' })).body;
+    for (let index = 0; index < 20; index += 1) {
+      expect((await admin(h, 'POST', `/accounts/${own.id}/admin-keys`, { name: `ops-${index}` })).status).toBe(201);
+    }
+    const refused = await admin<{ error: { message: string } }>(h, 'POST', `/accounts/${own.id}/admin-keys`, {
+      name: 'one more',
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/20 admin keys/);
+  });
+
+  it('answers the admin API only for its configured host names', async () => {
+    const withHost = (host: string, path: string) =>
+      rawRequest(`${h.adminUrl}${path}`, { method: 'GET', headers: { host, authorization: `Bearer ${h.adminToken}` } });
+    const port = new URL(h.adminUrl).port;
+    expect((await withHost(`attacker.example:${port}`, '/admin/v1/accounts')).status).toBe(403);
+    expect((await withHost('attacker.example', '/')).status).toBe(403);
+    expect((await withHost(`localhost:${port}`, '/admin/v1/accounts')).status).toBe(200);
+    expect((await withHost(`attacker.example:${port}`, '/healthz')).status).toBe(200);
+  });
+});
+
 describe('audit log', () => {
   let database: Client;
 

@@ -216,6 +216,7 @@ void runOrExit(async () => {
       clients,
       operatorToken: config.ADMIN_TOKEN,
       trustedProxies: config.TRUSTED_PROXIES,
+      allowedHosts: config.ADMIN_ALLOWED_HOSTS,
       logger,
       ready,
     }),

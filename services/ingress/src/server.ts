@@ -7,6 +7,7 @@ import { newRequestId } from '@gw/ids';
 import { sourceAddress } from '@gw/addresses';
 import { requestLogFields } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
+import { requireKnownHost } from './admin/host-check';
 import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
 import { discardRestOfBody, readBody as readRequestBody, tooLarge } from './body';
@@ -360,6 +361,8 @@ export interface AdminAppOptions {
   clients: Clients;
   operatorToken: string;
   trustedProxies: readonly string[];
+  /** Host names the admin API and dashboard answer for; health checks answer any. */
+  allowedHosts: readonly string[];
   logger: Logger;
 }
 
@@ -405,6 +408,7 @@ export function createAdminApp(options: AdminAppOptions): express.Express {
     response.json({ status: 'ok' });
   });
   app.get('/readyz', readiness(options.ready));
+  app.use(requireKnownHost(options.allowedHosts, sendError));
   app.use('/admin/v1', adminRoutes({ ...options, sendError }));
   app.use(express.static(dashboardAssets, { index: 'index.html', redirect: false }));
   app.use(notFound);
