@@ -3,7 +3,7 @@ import type { StoredEntry } from '../src/audit-chain';
 
 function chain(count: number): StoredEntry[] {
   const entries: StoredEntry[] = [];
-  let previous = genesisHash;
+  let previous: Buffer = genesisHash;
   for (let seq = 1; seq <= count; seq += 1) {
     const at = new Date(Date.UTC(2026, 10, 28, 0, 0, seq));
     const entryJson = canonicalJson({ at: at.toISOString(), account_id: 'acct_a', action: 'key.create', n: seq });
