@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoRoot } from '@gw/local-stack';
 import { Client } from 'pg';
 import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
@@ -36,6 +40,19 @@ async function call<T>(token: string, method: string, path: string, body?: unkno
     localAddress,
   });
   return { status: response.status, headers: response.headers, body: JSON.parse(response.body) as T };
+}
+
+/** The compiled CLI as a user runs it, with the given credential. */
+function gwctl(token: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [join(repoRoot, 'tools/gwctl/dist/main.js'), ...args],
+      { env: { PATH: process.env.PATH ?? '', GW_ADMIN_URL: h.adminUrl, GW_ADMIN_TOKEN: token }, cwd: tmpdir() },
+      (error, stdout, stderr) =>
+        done({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    );
+  });
 }
 
 const newKey = (accountId: string, name: string) => ({
@@ -374,5 +391,55 @@ describe('audit log', () => {
   it('refuses to change or delete entries through ordinary statements', async () => {
     await expect(database.query('DELETE FROM admin_audit_log')).rejects.toThrow(/append-only/);
     await expect(database.query("UPDATE admin_audit_log SET entry = '{}'")).rejects.toThrow(/append-only/);
+  });
+});
+
+describe('gwctl', () => {
+  it('creates, lists and revokes admin keys, edits a key, and reads and verifies the audit log', async () => {
+    const account = (await admin<Account>(h, 'POST', '/accounts', { name: 'Cli Ltd', plan: 'starter' })).body;
+    const created = await gwctl(
+      h.adminToken,
+      'admin-keys',
+      'create',
+      '--account',
+      account.id,
+      '--name',
+      'cli-ops',
+      '--json',
+    );
+    expect(created.code).toBe(0);
+    const adminKey = JSON.parse(created.stdout) as AdminKey;
+    const listed = await gwctl(h.adminToken, 'admin-keys', 'list', '--account', account.id);
+    expect(listed.stdout).toMatch(new RegExp(`${adminKey.id}\\s+cli-ops`));
+    expect(listed.stdout).not.toContain(adminKey.key);
+
+    const key = (await admin<{ id: string }>(h, 'POST', '/keys', newKey(account.id, 'cli-key'))).body;
+    const edited = await gwctl(
+      adminKey.key!,
+      'keys',
+      'edit',
+      key.id,
+      '--name',
+      'cli-key-2',
+      '--allowed-ips',
+      '10.0.0.0/8',
+      '--json',
+    );
+    expect(edited.code).toBe(0);
+    expect(JSON.parse(edited.stdout)).toEqual(
+      expect.objectContaining({ name: 'cli-key-2', allowed_ips: ['10.0.0.0/8'] }),
+    );
+
+    const audit = await gwctl(adminKey.key!, 'audit', 'list', '--action', 'key.');
+    expect(audit.code).toBe(0);
+    expect(audit.stdout).toMatch(
+      new RegExp(`admin_key:${adminKey.id}\\s+\\S+\\s+key\\.update\\s+${account.id}\\s+${key.id}`),
+    );
+
+    expect((await gwctl(adminKey.key!, 'admin-keys', 'revoke', adminKey.id)).code).toBe(0);
+    expect((await gwctl(adminKey.key!, 'audit', 'list')).code).toBe(1);
+    const verified = await gwctl(h.adminToken, 'audit', 'verify');
+    expect(verified.code).toBe(0);
+    expect(verified.stdout).toMatch(/^valid\s+yes$/m);
   });
 });
