@@ -57,6 +57,7 @@ void runOrExit(async () => {
     }
   };
   setPlanBodyLimits(gatewayConfig.plans);
+  let plans = gatewayConfig.plans;
   const logger = createLogger('ingress', config.LOG_LEVEL);
   const tracing = startTracing(config.tracing);
   const clients = createClients(config);
@@ -79,6 +80,7 @@ void runOrExit(async () => {
   const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
     apply: (next) => {
       setPlanBodyLimits(next.plans);
+      plans = next.plans;
       edgeMetrics.addLabelValues(labelValuesOf(next));
     },
     report: configReloadReporter(logger, metrics.registry, loadedConfig),
@@ -217,6 +219,7 @@ void runOrExit(async () => {
       operatorToken: config.ADMIN_TOKEN,
       trustedProxies: config.TRUSTED_PROXIES,
       allowedHosts: config.ADMIN_ALLOWED_HOSTS,
+      plans: () => plans,
       logger,
       ready,
     }),

@@ -6,6 +6,7 @@ import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
 import { sourceAddress } from '@gw/addresses';
 import { requestLogFields } from '@gw/telemetry';
+import type { PlanConfig } from '@gw/config';
 import type { Logger } from '@gw/telemetry';
 import { requireKnownHost } from './admin/host-check';
 import { adminRoutes } from './admin/routes';
@@ -361,6 +362,8 @@ export interface AdminAppOptions {
   clients: Clients;
   operatorToken: string;
   trustedProxies: readonly string[];
+  /** The plans of the gateway YAML in force, for the limits page. */
+  plans(): readonly PlanConfig[];
   /** Host names the admin API and dashboard answer for; health checks answer any. */
   allowedHosts: readonly string[];
   logger: Logger;

@@ -2,6 +2,7 @@ import type express from 'express';
 import type { Request } from 'express';
 import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import type { PlanConfig } from '@gw/config';
 import type { authv1 } from '@gw/proto';
 import type { Clients } from '../clients';
 import type { Principal } from './principal';
@@ -32,4 +33,6 @@ export interface RouteKit {
   route(handler: Handler): express.RequestHandler;
   clients: Clients;
   visibleKey(principal: Principal, keyId: string): Promise<Result<authv1.ApiKey>>;
+  /** The plans of the gateway YAML in force. */
+  plans(): readonly PlanConfig[];
 }

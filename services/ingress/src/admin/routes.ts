@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { sourceAddress } from '@gw/addresses';
 import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
+import type { PlanConfig } from '@gw/config';
 import type { Logger } from '@gw/telemetry';
 import { tooLarge } from '../body';
 import type { authv1 } from '@gw/proto';
@@ -12,6 +13,7 @@ import { registerAdminKeyRoutes } from './admin-key-routes';
 import { registerAuditRoutes } from './audit-routes';
 import { CredentialThrottle } from './credential-throttle';
 import { registerKeyEditRoutes } from './key-edit-routes';
+import { registerLimitsRoutes } from './limits-routes';
 import { listQuery } from './list-query';
 import { authenticatePrincipal, requireAccount, requireOperator, requireWriteAccess } from './principal';
 import type { Principal } from './principal';
@@ -35,6 +37,8 @@ export interface AdminRoutesOptions {
   trustedProxies: readonly string[];
   logger: Logger;
   sendError(response: Response, error: GatewayError): void;
+  /** The plans of the gateway YAML in force (reloaded with it). */
+  plans(): readonly PlanConfig[];
   throttle?: CredentialThrottle;
 }
 
@@ -450,10 +454,11 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
     }),
   );
 
-  const kit: RouteKit = { router, route, clients, visibleKey };
+  const kit: RouteKit = { router, route, clients, visibleKey, plans: options.plans };
   registerAdminKeyRoutes(kit);
   registerKeyEditRoutes(kit);
   registerAuditRoutes(kit);
+  registerLimitsRoutes(kit);
 
   // The path is caller text: cut in the message like any other echoed value.
   router.use((request: Request, response: Response) => {
