@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '@gw/local-stack';
@@ -338,6 +339,25 @@ describe('audit log', () => {
     expect(refused.body.data[0]).toEqual(
       expect.objectContaining({ actor: { kind: 'unknown', id: null }, source_address: '127.0.0.41' }),
     );
+  });
+
+  it("logs each change and refusal, and publishes each head in auth's log and metrics", async () => {
+    const ingressLog = () => readFileSync(join(h.logsDir, 'ingress.log'), 'utf8');
+    await waitUntil(
+      () => ingressLog(),
+      { what: 'the rotation in the log' },
+      (text) =>
+        text
+          .split('\n')
+          .some((line) => line.includes('"msg":"admin change"') && line.includes(`"target_id":"${rotated.id}"`)),
+    );
+    expect(ingressLog()).toMatch(/"source_address":"127\.0\.0\.41".*"msg":"admin credential refused"/);
+    const head = (await admin<Verification>(h, 'GET', '/audit/verify')).body.head;
+    const authLog = readFileSync(join(h.logsDir, 'auth.log'), 'utf8');
+    expect(authLog).toContain(`"audit_seq":${head.seq},"audit_hash":"${head.hash}"`);
+    const metrics = await (await fetch(h.metricsUrls.auth!)).text();
+    expect(metrics).toMatch(new RegExp(`^gateway_audit_chain_head_sequence(\\{[^}]*\\})? ${head.seq}$`, 'm'));
+    expect(metrics).toMatch(new RegExp(`^gateway_audit_chain_head_info\\{[^}]*hash="${head.hash}"[^}]*\\} 1$`, 'm'));
   });
 
   it('verifies the chain, and finds an altered, a removed and a rewritten entry where they are', async () => {

@@ -108,6 +108,13 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       beforeJson: note.before === undefined ? '' : JSON.stringify(note.before),
       afterJson: note.after === undefined ? '' : JSON.stringify(note.after),
     });
+    const actor = principal?.kind === 'account' ? principal.adminKeyId : (principal?.kind ?? 'unknown');
+    if (principal) {
+      logger.info(
+        { action: note.action, actor, account_id: note.accountId, target_id: note.target.id, source_address: address },
+        'admin change',
+      );
+    }
     // The change is made and its answer may carry a secret shown once: it is given, and the log keeps what happened.
     if (!appended.ok) {
       logger.error(
