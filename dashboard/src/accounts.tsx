@@ -2,6 +2,7 @@ import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { AdminApiError } from './api';
 import type { Account, AdminClient, CreatedAdminKey } from './api';
+import { AuditPanel } from './audit';
 import { LimitsEditor } from './limits';
 import { ConfirmDialog, ErrorNote, FieldError, ListStatus, ShownOnce, TableScroll, Timestamp } from './ui';
 import type { Confirmation } from './ui';
@@ -40,6 +41,7 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
   const [panel, setPanel] = useState<Panel>();
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const [adminKey, setAdminKey] = useState<CreatedAdminKey>();
+  const [showAudit, setShowAudit] = useState(false);
 
   const [filters, setFilters] = useState({ q: '', status: '' });
   const [search, setSearch] = useState('');
@@ -94,6 +96,10 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
   return (
     <section>
       <h2>Accounts</h2>
+      <button type="button" class="secondary" aria-expanded={showAudit} onClick={() => setShowAudit(!showAudit)}>
+        Audit log of every account
+      </button>
+      {showAudit ? <AuditPanel client={client} accountId="" /> : null}
       <form class="inline-form" onSubmit={create} data-testid="create-account">
         <label>
           name

@@ -50,7 +50,7 @@ const actorOf = (entry: AuditEntry) =>
       ? 'operator'
       : 'unknown credential';
 
-/** Who changed what in the account, when and from where, newest first. */
+/** Who changed what in the account (every account for the operator, when none is given), when and from where. */
 export function AuditPanel(props: { client: AdminClient; accountId: string }) {
   const [action, setAction] = useState('');
   const [entries, setEntries] = useState<AuditEntry[]>([]);
@@ -100,6 +100,7 @@ export function AuditPanel(props: { client: AdminClient; accountId: string }) {
               <th>when</th>
               <th>who</th>
               <th>action</th>
+              {props.accountId === '' ? <th>account</th> : null}
               <th>target</th>
               <th>from</th>
               <th>change</th>
@@ -113,6 +114,11 @@ export function AuditPanel(props: { client: AdminClient; accountId: string }) {
                 </td>
                 <td class="name">{actorOf(entry)}</td>
                 <td>{entry.action}</td>
+                {props.accountId === '' ? (
+                  <td>
+                    <code>{entry.account_id ?? '–'}</code>
+                  </td>
+                ) : null}
                 <td>
                   <code>{entry.target?.id ?? '–'}</code>
                 </td>

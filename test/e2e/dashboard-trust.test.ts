@@ -350,6 +350,20 @@ describe.each(viewports)('dashboard admin access (%s)', (width, viewport) => {
     await page.waitForSelector('[data-testid=keys] tbody tr[data-key-id]');
   });
 
+  it("shows the operator every account's audit log", async () => {
+    await clickButton(page, '← All accounts');
+    await clickButton(page, 'Audit log of every account');
+    await page.locator('select[name=audit-action]').selectOption('account.');
+    await waitUntil(
+      () => page.locator('[data-testid=audit-table] tr[data-action="account.limits"] td code').allTextContents(),
+      { what: 'this account’s limits change among every account’s entries' },
+      (accounts) => accounts.includes(account.id),
+    );
+    await checkPage(page, shot('audit-all'));
+    await clickButton(page, 'Audit log of every account');
+    await openAccount(page, account.id);
+  });
+
   it('refuses an admin key revoked in another tab at its next action', async () => {
     const second = await context.newPage();
     await signIn(second, adminKey.key);
