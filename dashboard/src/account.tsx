@@ -1,12 +1,57 @@
-import { useState } from 'preact/hooks';
-import type { Account, AdminClient } from './api';
+import { useEffect, useState } from 'preact/hooks';
+import type { Account, AdminClient, Residency } from './api';
+import { AdminKeysPanel } from './admin-keys';
+import { AuditPanel } from './audit';
 import { KeysPanel } from './keys';
+import { LimitsPanel } from './limits';
+import { ConfirmDialog, Tabs } from './ui';
 import { UsagePanel } from './usage';
 
-/** One account: its keys and its usage this month. */
-export function AccountPage(props: { client: AdminClient; account: Account; onBack?: () => void }) {
-  const { account } = props;
-  const [tab, setTab] = useState<'keys' | 'usage'>('keys');
+type Tab = 'keys' | 'usage' | 'limits' | 'admin-keys' | 'audit';
+
+const tabs: readonly { id: Tab; label: string }[] = [
+  { id: 'keys', label: 'Keys' },
+  { id: 'usage', label: 'Usage' },
+  { id: 'limits', label: 'Limits' },
+  { id: 'admin-keys', label: 'Admin keys' },
+  { id: 'audit', label: 'Audit log' },
+];
+
+/** One account: its keys, usage, limits, admin keys and audit log. */
+export function AccountPage(props: { client: AdminClient; account: Account; operator: boolean; onBack?: () => void }) {
+  const { account, client } = props;
+  const [tab, setTab] = useState<Tab>('keys');
+  // A secret shown once and not yet marked copied: leaving the tab would lose it, so that asks first.
+  const [secretPending, setSecretPending] = useState(false);
+  const [leavingFor, setLeavingFor] = useState<Tab>();
+  const [residencies, setResidencies] = useState<Residency[]>();
+  useEffect(() => {
+    client.limits(account.id).then(
+      (limits) => setResidencies(limits.residency),
+      () => setResidencies(undefined),
+    );
+  }, [client, account.id]);
+  const select = (next: Tab) => {
+    if (next === tab) return;
+    if (secretPending) setLeavingFor(next);
+    else setTab(next);
+  };
+  const panel = {
+    keys: () => (
+      <KeysPanel client={client} accountId={account.id} residencies={residencies} onSecretPending={setSecretPending} />
+    ),
+    usage: () => <UsagePanel client={client} accountId={account.id} />,
+    limits: () => <LimitsPanel client={client} account={account} operator={props.operator} />,
+    'admin-keys': () => (
+      <AdminKeysPanel
+        client={client}
+        accountId={account.id}
+        operator={props.operator}
+        onSecretPending={setSecretPending}
+      />
+    ),
+    audit: () => <AuditPanel client={client} accountId={account.id} />,
+  }[tab];
   return (
     <section>
       {props.onBack ? (
@@ -14,25 +59,29 @@ export function AccountPage(props: { client: AdminClient; account: Account; onBa
           ← All accounts
         </button>
       ) : null}
-      <h2 data-testid="account-name">
+      <h2 data-testid="account-name" class="name">
         {account.name} <span class={`status ${account.status}`}>{account.status}</span>
       </h2>
       <p class="muted">
         <code>{account.id}</code> · plan {account.plan}
       </p>
-      <nav class="tabs">
-        <button type="button" class={tab === 'keys' ? 'selected' : ''} onClick={() => setTab('keys')}>
-          Keys
-        </button>
-        <button type="button" class={tab === 'usage' ? 'selected' : ''} onClick={() => setTab('usage')}>
-          Usage
-        </button>
-      </nav>
-      {tab === 'keys' ? (
-        <KeysPanel client={props.client} accountId={account.id} />
-      ) : (
-        <UsagePanel client={props.client} accountId={account.id} />
-      )}
+      <Tabs label="account" tabs={tabs} selected={tab} onSelect={select} />
+      <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`}>
+        {panel()}
+      </div>
+      {leavingFor ? (
+        <ConfirmDialog
+          confirmation={{
+            message: 'The key shown above has not been marked as copied. It cannot be shown again: leave and lose it?',
+            action: 'Leave and discard it',
+            run: async () => {
+              setSecretPending(false);
+              setTab(leavingFor);
+            },
+          }}
+          onClose={() => setLeavingFor(undefined)}
+        />
+      ) : null}
     </section>
   );
 }

@@ -1,58 +1,11 @@
 import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { AdminApiError } from './api';
-import type { Account, AdminClient, CreatedAdminKey, Limits } from './api';
-import { ConfirmDialog, ErrorNote, FieldError, ShownOnce, TableScroll, Timestamp } from './ui';
+import type { Account, AdminClient, CreatedAdminKey } from './api';
+import { AuditPanel } from './audit';
+import { LimitsEditor } from './limits';
+import { ConfirmDialog, ErrorNote, FieldError, ListStatus, ShownOnce, TableScroll, Timestamp } from './ui';
 import type { Confirmation } from './ui';
-
-const numericLimits = ['requests_per_minute', 'concurrency', 'monthly_tokens', 'hard_ceiling_tokens'] as const;
-
-/** Every override at once: an empty box clears it (the plan's value), a number sets it. */
-function LimitsForm(props: { client: AdminClient; account: Account; onSaved: (account: Account) => void }) {
-  const initial = (value: number | null) => (value === null ? '' : String(value));
-  const [values, setValues] = useState(
-    Object.fromEntries(numericLimits.map((name) => [name, initial(props.account.limits[name])])),
-  );
-  const [overage, setOverage] = useState(String(props.account.limits.overage));
-  const [error, setError] = useState<string>();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    const limits: Partial<Limits> = {
-      overage: overage === 'null' ? null : overage === 'true',
-    };
-    for (const name of numericLimits) {
-      const text = values[name]?.trim() ?? '';
-      limits[name] = text === '' ? null : Number(text);
-    }
-    props.client.setLimits(props.account.id, limits).then(props.onSaved, (failure: Error) => setError(failure.message));
-  };
-  return (
-    <form class="inline-form" onSubmit={submit} data-testid="limits-form">
-      {numericLimits.map((name) => (
-        <label key={name}>
-          {name.replaceAll('_', ' ')}
-          <input
-            name={name}
-            inputMode="numeric"
-            placeholder="plan's value"
-            value={values[name]}
-            onInput={(event) => setValues({ ...values, [name]: event.currentTarget.value })}
-          />
-        </label>
-      ))}
-      <label>
-        overage
-        <select name="overage" value={overage} onChange={(event) => setOverage(event.currentTarget.value)}>
-          <option value="null">plan's value</option>
-          <option value="true">allowed</option>
-          <option value="false">not allowed</option>
-        </select>
-      </label>
-      <button type="submit">Save limits</button>
-      <ErrorNote message={error} />
-    </form>
-  );
-}
 
 function AdminKeyForm(props: { client: AdminClient; account: Account; onCreated: (key: CreatedAdminKey) => void }) {
   const [name, setName] = useState('');
@@ -88,11 +41,30 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
   const [panel, setPanel] = useState<Panel>();
   const [confirmation, setConfirmation] = useState<Confirmation>();
   const [adminKey, setAdminKey] = useState<CreatedAdminKey>();
+  const [showAudit, setShowAudit] = useState(false);
 
-  const load = () => client.listAccounts().then(setAccounts, (failure: Error) => setError(failure.message));
+  const [filters, setFilters] = useState({ q: '', status: '' });
+  const [search, setSearch] = useState('');
+  const [nextAfter, setNextAfter] = useState<string | null>(null);
+  const [loading, setLoading] = useState(true);
+  const load = (after = '') => {
+    setLoading(true);
+    return client.searchAccounts({ ...filters, after }).then(
+      (page) => {
+        setError(undefined);
+        setAccounts(after === '' ? page.data : [...accounts, ...page.data]);
+        setNextAfter(page.next_after);
+        setLoading(false);
+      },
+      (failure: Error) => {
+        setError(failure.message);
+        setLoading(false);
+      },
+    );
+  };
   useEffect(() => {
     void load();
-  }, [client]);
+  }, [client, filters]);
 
   const replace = (changed: Account) => setAccounts(accounts.map((each) => (each.id === changed.id ? changed : each)));
   const create = (event: Event) => {
@@ -101,7 +73,7 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
     setFieldError(undefined);
     client.createAccount(name, plan).then(
       (created) => {
-        setAccounts([...accounts, created]);
+        setAccounts([created, ...accounts]);
         setName('');
         setPlan('');
       },
@@ -124,6 +96,10 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
   return (
     <section>
       <h2>Accounts</h2>
+      <button type="button" class="secondary" aria-expanded={showAudit} onClick={() => setShowAudit(!showAudit)}>
+        Audit log of every account
+      </button>
+      {showAudit ? <AuditPanel client={client} accountId="" /> : null}
       <form class="inline-form" onSubmit={create} data-testid="create-account">
         <label>
           name
@@ -137,6 +113,42 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
         </label>
         <button type="submit">Create account</button>
       </form>
+      <div class="toolbar">
+        <form
+          class="search"
+          role="search"
+          onSubmit={(event) => {
+            event.preventDefault();
+            setFilters({ ...filters, q: search.trim() });
+          }}
+        >
+          <label>
+            search
+            <input
+              name="account-search"
+              type="search"
+              placeholder="name or id"
+              value={search}
+              onInput={(event) => setSearch(event.currentTarget.value)}
+            />
+          </label>
+          <button type="submit" class="secondary">
+            Search
+          </button>
+        </form>
+        <label>
+          status
+          <select
+            name="account-status-filter"
+            value={filters.status}
+            onChange={(event) => setFilters({ ...filters, status: event.currentTarget.value })}
+          >
+            <option value="">all</option>
+            <option value="active">active</option>
+            <option value="suspended">suspended</option>
+          </select>
+        </label>
+      </div>
       <ErrorNote message={error} />
       {adminKey ? (
         <ShownOnce
@@ -162,7 +174,7 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
             {accounts.map((account) => (
               <Fragment key={account.id}>
                 <tr data-account-id={account.id}>
-                  <td>
+                  <td class="name">
                     <a
                       href="#"
                       onClick={(event) => {
@@ -197,7 +209,7 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
                   <tr>
                     <td colSpan={6}>
                       {panel.kind === 'limits' ? (
-                        <LimitsForm
+                        <LimitsEditor
                           client={client}
                           account={account}
                           onSaved={(saved) => {
@@ -223,6 +235,12 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
           </tbody>
         </table>
       </TableScroll>
+      <ListStatus loading={loading} error={error} empty={accounts.length === 0} emptyText="No accounts match." />
+      {nextAfter && !loading ? (
+        <button type="button" class="secondary" onClick={() => void load(nextAfter)}>
+          Load more
+        </button>
+      ) : null}
       {confirmation ? <ConfirmDialog confirmation={confirmation} onClose={() => setConfirmation(undefined)} /> : null}
     </section>
   );

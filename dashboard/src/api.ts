@@ -38,19 +38,77 @@ export interface Key {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** The key a rotation made this one to replace. */
+  replaces_key_id: string | null;
+}
+
+export interface AdminKey {
+  id: string;
+  account_id: string;
+  name: string;
+  display_prefix: string;
+  status: KeyStatus;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** One page of a list; `next_after` asks for the next. */
+export interface Page<T> {
+  data: T[];
+  next_after: string | null;
+}
+
+export interface KeyQuery {
+  q: string;
+  status: KeyStatus | '';
+  environment: Environment | '';
+  after: string;
+}
+
+/** A key's editable fields; absent: unchanged, null: cleared. */
+export interface KeyChanges {
+  name?: string;
+  allowed_models?: string[] | null;
+  allowed_ips?: string[] | null;
+}
+
+export interface AuditEntry {
+  seq: number;
+  at: string;
+  actor: { kind: 'operator' | 'admin_key' | 'unknown'; id: string | null };
+  account_id: string | null;
+  source_address: string;
+  action: string;
+  target: { kind: string; id: string } | null;
+  before: unknown;
+  after: unknown;
+}
+
+/** One limit: the value in force, the plan's, and the account's override. */
+export interface LimitView<T> {
+  value: T;
+  plan: T;
+  override: T | null;
+}
+
+export interface LimitsView {
+  account_id: string;
+  plan: string;
+  residency: Residency[];
+  models: 'all' | string[];
+  requests_per_minute: LimitView<number>;
+  concurrency: LimitView<number>;
+  monthly_tokens: LimitView<number>;
+  overage: LimitView<boolean>;
+  hard_ceiling_tokens: LimitView<number>;
 }
 
 /** A key as its creation or rotation answers it: the only time the value is seen. */
 export type CreatedKey = Key & { key: string; replaces?: string };
 
-export interface CreatedAdminKey {
-  id: string;
-  account_id: string;
-  name: string;
-  display_prefix: string;
-  created_at: string;
-  key: string;
-}
+export type CreatedAdminKey = AdminKey & { key: string };
 
 export interface NewKey {
   account_id: string;
@@ -96,7 +154,38 @@ interface ErrorEnvelope {
 }
 
 /** The API words a field's refusal as `field: …` or `field.index: …` (allowed_ips.1: …). */
-const fieldOf = (message: string) => /^([a-z_]+)(?:\.\d+)?: /.exec(message)?.[1];
+const fieldPattern = /^([a-z_]+)(?:\.(\d+))?: /;
+const fieldOf = (message: string) => fieldPattern.exec(message)?.[1];
+
+const fieldLabels: Record<string, string> = {
+  name: 'Name',
+  plan: 'Plan',
+  environment: 'Environment',
+  residency: 'Residency',
+  privacy_mode: 'Privacy mode',
+  allowed_models: 'Allowed models',
+  allowed_ips: 'Allowed addresses',
+  expires_at: 'Expiry',
+  requests_per_minute: 'Requests per minute',
+  concurrency: 'Concurrency',
+  monthly_tokens: 'Monthly tokens',
+  hard_ceiling_tokens: 'Hard ceiling',
+  overage: 'Overage',
+};
+
+/** `allowed_ips.0: "x" is not…` → `Allowed addresses, entry 1: "x" is not…`: words, not the API's field paths. */
+export function readableMessage(message: string): string {
+  const match = fieldPattern.exec(message);
+  if (!match) return message;
+  const label = fieldLabels[match[1]!] ?? match[1]!.replaceAll('_', ' ');
+  const entry = match[2] === undefined ? '' : `, entry ${Number(match[2]) + 1}`;
+  return `${label}${entry}: ${message.slice(match[0].length)}`;
+}
+
+const query = (parameters: Record<string, string | undefined>) => {
+  const entries = Object.entries(parameters).filter((entry): entry is [string, string] => Boolean(entry[1]));
+  return entries.length === 0 ? '' : `?${new URLSearchParams(entries).toString()}`;
+};
 
 export class AdminClient {
   constructor(
@@ -121,21 +210,36 @@ export class AdminClient {
     if (response.ok) return parsed as T;
     const error = (parsed as ErrorEnvelope).error;
     const message = error?.message ?? `The admin API answered ${response.status}.`;
-    throw new AdminApiError(response.status, error?.type ?? 'api_error', message, fieldOf(message));
+    throw new AdminApiError(response.status, error?.type ?? 'api_error', readableMessage(message), fieldOf(message));
   }
 
   listAccounts = () => this.call<{ data: Account[] }>('GET', '/accounts').then((list) => list.data);
+  searchAccounts = (parameters: { q: string; status: string; after: string }) =>
+    this.call<Page<Account>>('GET', `/accounts${query(parameters)}`);
   createAccount = (name: string, plan: string) => this.call<Account>('POST', '/accounts', { name, plan });
   setSuspended = (id: string, suspended: boolean) =>
     this.call<Account>('POST', `/accounts/${encodeURIComponent(id)}/${suspended ? 'suspend' : 'resume'}`);
   setLimits = (id: string, limits: Partial<Limits>) =>
     this.call<Account>('PATCH', `/accounts/${encodeURIComponent(id)}/limits`, limits);
-  createAdminKey = (id: string, name: string) =>
-    this.call<CreatedAdminKey>('POST', `/accounts/${encodeURIComponent(id)}/admin-keys`, { name });
+  createAdminKey = (id: string, name: string, expiresAt: string | null = null) =>
+    this.call<CreatedAdminKey>('POST', `/accounts/${encodeURIComponent(id)}/admin-keys`, {
+      name,
+      expires_at: expiresAt,
+    });
+  listAdminKeys = (id: string, after = '') =>
+    this.call<Page<AdminKey>>('GET', `/accounts/${encodeURIComponent(id)}/admin-keys${query({ after })}`);
+  revokeAdminKey = (id: string) => this.call<AdminKey>('POST', `/admin-keys/${encodeURIComponent(id)}/revoke`);
+  limits = (id: string) => this.call<LimitsView>('GET', `/accounts/${encodeURIComponent(id)}/limits`);
+  audit = (accountId: string, action: string, before: number | null) =>
+    this.call<{ data: AuditEntry[]; next_before: number | null }>(
+      'GET',
+      `/audit${query({ account_id: accountId, action, before: before === null ? undefined : String(before) })}`,
+    );
+  updateKey = (id: string, changes: KeyChanges) => this.call<Key>('PATCH', `/keys/${encodeURIComponent(id)}`, changes);
   usage = (id: string, environment: Environment) =>
     this.call<AccountUsage>('GET', `/accounts/${encodeURIComponent(id)}/usage?environment=${environment}`);
-  listKeys = (accountId: string) =>
-    this.call<{ data: Key[] }>('GET', `/keys?account_id=${encodeURIComponent(accountId)}`).then((list) => list.data);
+  listKeys = (accountId: string, parameters: KeyQuery) =>
+    this.call<Page<Key>>('GET', `/keys${query({ account_id: accountId, ...parameters })}`);
   createKey = (key: NewKey) => this.call<CreatedKey>('POST', '/keys', key);
   rotateKey = (id: string) => this.call<CreatedKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`);
   revokeKey = (id: string) => this.call<Key>('POST', `/keys/${encodeURIComponent(id)}/revoke`);

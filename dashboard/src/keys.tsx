@@ -1,7 +1,8 @@
+import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { AdminApiError } from './api';
 import type { AdminClient, CreatedKey, Environment, Key, KeyStatus, NewKey, PrivacyMode, Residency } from './api';
-import { ConfirmDialog, ErrorNote, FieldError, ShownOnce, TableScroll, Timestamp } from './ui';
+import { ConfirmDialog, ErrorNote, FieldError, ListStatus, ShownOnce, TableScroll, Timestamp } from './ui';
 import type { Confirmation } from './ui';
 
 type SortColumn = 'name' | 'environment' | 'status' | 'expires_at' | 'created_at' | 'last_used_at';
@@ -73,8 +74,17 @@ function Choice<T extends string>(props: {
 }
 
 /** Key creation with every attribute; the API's refusal is shown beside the field it names. */
-function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreated: (key: CreatedKey) => void }) {
+function CreateKeyForm(props: {
+  client: AdminClient;
+  accountId: string;
+  /** The residency tiers the account's plan permits; the menu offers only these. */
+  residencies: readonly Residency[];
+  onCreated: (key: CreatedKey) => void;
+}) {
   const [form, setForm] = useState(emptyForm);
+  useEffect(() => {
+    if (!props.residencies.includes(form.residency)) setForm({ ...form, residency: props.residencies[0] ?? 'eu' });
+  }, [props.residencies]);
   const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
   const [error, setError] = useState<string>();
   const set = <F extends keyof KeyForm>(field: F, value: KeyForm[F]) => setForm({ ...form, [field]: value });
@@ -118,7 +128,7 @@ function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreate
         <Choice
           name="residency"
           value={form.residency}
-          options={['eu', 'uk']}
+          options={props.residencies}
           onChange={(value) => set('residency', value)}
         />
         {besideField('residency')}
@@ -172,30 +182,116 @@ function CreateKeyForm(props: { client: AdminClient; accountId: string; onCreate
 const compareKeys = (column: SortColumn) => (left: Key, right: Key) =>
   (left[column] ?? '').localeCompare(right[column] ?? '');
 
-/** An account's keys: the table, creation, rotation and revocation. */
-export function KeysPanel(props: { client: AdminClient; accountId: string }) {
+/** A key's name and restrictions, changed in place; the rest of it stays. */
+function EditKeyForm(props: { client: AdminClient; apiKey: Key; onDone: (changed: boolean) => void }) {
+  const { apiKey } = props;
+  const [name, setName] = useState(apiKey.name);
+  const [models, setModels] = useState(apiKey.allowed_models?.join(', ') ?? '');
+  const [addresses, setAddresses] = useState(apiKey.allowed_ips?.join(', ') ?? '');
+  const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
+  const [error, setError] = useState<string>();
+  const submit = (event: Event) => {
+    event.preventDefault();
+    setFieldError(undefined);
+    setError(undefined);
+    props.client
+      .updateKey(apiKey.id, { name, allowed_models: listOrNull(models), allowed_ips: listOrNull(addresses) })
+      .then(
+        () => props.onDone(true),
+        (failure: Error) => {
+          if (failure instanceof AdminApiError && failure.field !== undefined) {
+            setFieldError({ field: failure.field, message: failure.message });
+          } else setError(failure.message);
+        },
+      );
+  };
+  return (
+    <form class="inline-form" onSubmit={submit} data-testid="edit-key">
+      <label>
+        name
+        <input name="edit-name" required value={name} onInput={(event) => setName(event.currentTarget.value)} />
+        <FieldError error={fieldError} field="name" />
+      </label>
+      <label>
+        allowed models
+        <input
+          name="edit-allowed-models"
+          placeholder="every model of the plan"
+          value={models}
+          onInput={(event) => setModels(event.currentTarget.value)}
+        />
+        <FieldError error={fieldError} field="allowed_models" />
+      </label>
+      <label>
+        allowed addresses
+        <input
+          name="edit-allowed-ips"
+          placeholder="any address"
+          value={addresses}
+          onInput={(event) => setAddresses(event.currentTarget.value)}
+        />
+        <FieldError error={fieldError} field="allowed_ips" />
+      </label>
+      <button type="submit">Save</button>
+      <button type="button" class="secondary" onClick={() => props.onDone(false)}>
+        Cancel
+      </button>
+      <ErrorNote message={error} />
+    </form>
+  );
+}
+
+interface Filters {
+  q: string;
+  status: KeyStatus | '';
+  environment: Environment | '';
+}
+
+/** An account's keys: searched, filtered and paged by the API; created, edited, rotated and revoked here. */
+export function KeysPanel(props: {
+  client: AdminClient;
+  accountId: string;
+  residencies: readonly Residency[] | undefined;
+  onSecretPending: (pending: boolean) => void;
+}) {
   const { client, accountId } = props;
   const [keys, setKeys] = useState<Key[]>([]);
+  const [nextAfter, setNextAfter] = useState<string | null>(null);
+  const [loading, setLoading] = useState(true);
   const [error, setError] = useState<string>();
-  const [statusFilter, setStatusFilter] = useState<KeyStatus | 'all'>('all');
-  const [environmentFilter, setEnvironmentFilter] = useState<Environment | 'all'>('all');
+  const [filters, setFilters] = useState<Filters>({ q: '', status: '', environment: '' });
+  const [search, setSearch] = useState('');
   const [sort, setSort] = useState<{ column: SortColumn; descending: boolean }>({
     column: 'created_at',
     descending: true,
   });
   const [shown, setShown] = useState<{ key: CreatedKey; note: string }>();
+  const [editing, setEditing] = useState<string>();
   const [confirmation, setConfirmation] = useState<Confirmation>();
 
-  const load = () => client.listKeys(accountId).then(setKeys, (failure: Error) => setError(failure.message));
+  const load = (after = '') => {
+    setLoading(true);
+    return client.listKeys(accountId, { ...filters, after }).then(
+      (page) => {
+        setError(undefined);
+        setKeys(after === '' ? page.data : [...keys, ...page.data]);
+        setNextAfter(page.next_after);
+        setLoading(false);
+      },
+      (failure: Error) => {
+        setError(failure.message);
+        setLoading(false);
+      },
+    );
+  };
   useEffect(() => {
     void load();
-  }, [client, accountId]);
+  }, [client, accountId, filters]);
+  useEffect(() => props.onSecretPending(shown !== undefined), [shown]);
 
-  const visible = keys
-    .filter((key) => statusFilter === 'all' || key.status === statusFilter)
-    .filter((key) => environmentFilter === 'all' || key.environment === environmentFilter)
-    .sort(compareKeys(sort.column));
+  const visible = [...keys].sort(compareKeys(sort.column));
   if (sort.descending) visible.reverse();
+  const prefixOf = (id: string) => keys.find((key) => key.id === id)?.display_prefix;
 
   const rotate = (key: Key) =>
     client.rotateKey(key.id).then(
@@ -212,7 +308,7 @@ export function KeysPanel(props: { client: AdminClient; accountId: string }) {
     setConfirmation({
       message: `Revoke key "${key.name}" (${key.display_prefix}…)? Requests with it are refused from now on; this cannot be undone.`,
       action: 'Revoke',
-      run: () => client.revokeKey(key.id).then(load),
+      run: () => client.revokeKey(key.id).then(() => load()),
     });
 
   return (
@@ -226,22 +322,44 @@ export function KeysPanel(props: { client: AdminClient; accountId: string }) {
         />
       ) : null}
       <div class="toolbar">
+        <form
+          class="search"
+          role="search"
+          onSubmit={(event) => {
+            event.preventDefault();
+            setFilters({ ...filters, q: search.trim() });
+          }}
+        >
+          <label>
+            search
+            <input
+              name="key-search"
+              type="search"
+              placeholder="name, id or prefix"
+              value={search}
+              onInput={(event) => setSearch(event.currentTarget.value)}
+            />
+          </label>
+          <button type="submit" class="secondary">
+            Search
+          </button>
+        </form>
         <label>
           status
           <Choice
             name="status-filter"
-            value={statusFilter}
+            value={filters.status === '' ? 'all' : filters.status}
             options={['all', 'active', 'revoked', 'expired']}
-            onChange={(value) => setStatusFilter(value)}
+            onChange={(value) => setFilters({ ...filters, status: value === 'all' ? '' : value })}
           />
         </label>
         <label>
           environment
           <Choice
             name="environment-filter"
-            value={environmentFilter}
+            value={filters.environment === '' ? 'all' : filters.environment}
             options={['all', 'live', 'test']}
-            onChange={(value) => setEnvironmentFilter(value)}
+            onChange={(value) => setFilters({ ...filters, environment: value === 'all' ? '' : value })}
           />
         </label>
         <button type="button" class="secondary" onClick={() => void load()}>
@@ -278,50 +396,84 @@ export function KeysPanel(props: { client: AdminClient; accountId: string }) {
           </thead>
           <tbody>
             {visible.map((key) => (
-              <tr key={key.id} data-key-id={key.id} class={key.status}>
-                <td>{key.name}</td>
-                <td>{key.environment}</td>
-                <td class={`status ${key.status}`} data-testid="key-status">
-                  {key.status}
-                  {key.revoked_at ? <Timestamp iso={key.revoked_at} /> : null}
-                </td>
-                <td>
-                  <Timestamp iso={key.expires_at} none="never" />
-                </td>
-                <td>
-                  <Timestamp iso={key.created_at} />
-                </td>
-                <td data-testid="last-used">
-                  <Timestamp iso={key.last_used_at} />
-                </td>
-                <td>
-                  <code>{key.display_prefix}…</code>
-                </td>
-                <td>{key.residency}</td>
-                <td>{key.privacy_mode}</td>
-                <td>{key.allowed_models?.join(', ') ?? <span class="muted">all</span>}</td>
-                <td>{key.allowed_ips?.join(', ') ?? <span class="muted">any</span>}</td>
-                <td class="actions">
-                  {key.status === 'active' ? (
-                    <button type="button" onClick={() => void rotate(key)}>
-                      Rotate
-                    </button>
-                  ) : null}
-                  {key.status === 'revoked' ? null : (
-                    <button type="button" class="danger" onClick={() => askRevoke(key)}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
+              <Fragment key={key.id}>
+                <tr data-key-id={key.id} class={key.status}>
+                  <td class="name">
+                    {key.name}
+                    {key.replaces_key_id ? (
+                      <span class="muted replaces" data-testid="replaces">
+                        replaces <code>{prefixOf(key.replaces_key_id) ?? key.replaces_key_id}</code>
+                      </span>
+                    ) : null}
+                  </td>
+                  <td>{key.environment}</td>
+                  <td class={`status ${key.status}`} data-testid="key-status">
+                    {key.status}
+                    {key.revoked_at ? <Timestamp iso={key.revoked_at} /> : null}
+                  </td>
+                  <td>
+                    <Timestamp iso={key.expires_at} none="never" />
+                  </td>
+                  <td>
+                    <Timestamp iso={key.created_at} />
+                  </td>
+                  <td data-testid="last-used">
+                    <Timestamp iso={key.last_used_at} />
+                  </td>
+                  <td>
+                    <code>{key.display_prefix}…</code>
+                  </td>
+                  <td>{key.residency}</td>
+                  <td>{key.privacy_mode}</td>
+                  <td class="list">{key.allowed_models?.join(', ') ?? <span class="muted">all</span>}</td>
+                  <td class="list">{key.allowed_ips?.join(', ') ?? <span class="muted">any</span>}</td>
+                  <td class="actions">
+                    {key.status === 'revoked' ? null : (
+                      <button type="button" class="secondary" onClick={() => setEditing(key.id)}>
+                        Edit
+                      </button>
+                    )}
+                    {key.status === 'active' ? (
+                      <button type="button" onClick={() => void rotate(key)}>
+                        Rotate
+                      </button>
+                    ) : null}
+                    {key.status === 'revoked' ? null : (
+                      <button type="button" class="danger" onClick={() => askRevoke(key)}>
+                        Revoke
+                      </button>
+                    )}
+                  </td>
+                </tr>
+                {editing === key.id ? (
+                  <tr>
+                    <td colSpan={12}>
+                      <EditKeyForm
+                        client={client}
+                        apiKey={key}
+                        onDone={(changed) => {
+                          setEditing(undefined);
+                          if (changed) void load();
+                        }}
+                      />
+                    </td>
+                  </tr>
+                ) : null}
+              </Fragment>
             ))}
           </tbody>
         </table>
       </TableScroll>
-      {visible.length === 0 ? <p class="muted">No keys match.</p> : null}
+      <ListStatus loading={loading} error={error} empty={visible.length === 0} emptyText="No keys match." />
+      {nextAfter && !loading ? (
+        <button type="button" class="secondary" onClick={() => void load(nextAfter)}>
+          Load more
+        </button>
+      ) : null}
       <CreateKeyForm
         client={client}
         accountId={accountId}
+        residencies={props.residencies ?? ['eu', 'uk']}
         onCreated={(created) => {
           setShown({ key: created, note: 'Give it to the caller now; the table shows only its prefix.' });
           void load();

@@ -143,6 +143,7 @@ function App() {
         <AccountPage
           client={session.client}
           account={account}
+          operator={session.operator}
           onBack={session.operator ? () => setAccount(undefined) : undefined}
         />
       ) : (

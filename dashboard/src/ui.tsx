@@ -95,6 +95,12 @@ export function TableScroll(props: { label: string; children: ComponentChildren 
 /** A secret shown once, at its creation: copied or lost. */
 export function ShownOnce(props: { title: string; value: string; note?: string; onDismiss: () => void }) {
   const [copied, setCopied] = useState(false);
+  const section = useRef<HTMLElement>(null);
+  // However long the page, the secret comes into view and takes the focus: it is the one thing to act on.
+  useEffect(() => {
+    section.current?.scrollIntoView({ block: 'center' });
+    section.current?.focus({ preventScroll: true });
+  }, [props.value]);
   const copy = () => {
     navigator.clipboard.writeText(props.value).then(
       () => setCopied(true),
@@ -102,7 +108,7 @@ export function ShownOnce(props: { title: string; value: string; note?: string; 
     );
   };
   return (
-    <section class="shown-once" data-testid="shown-once" aria-live="polite">
+    <section class="shown-once" data-testid="shown-once" aria-live="polite" tabIndex={-1} ref={section}>
       <h3>{props.title}</h3>
       <p class="warning">
         Copy this value now. It is shown only once and cannot be shown again; the gateway keeps only a hash of it.
@@ -132,8 +138,38 @@ export function ConfirmDialog(props: { confirmation: Confirmation; onClose: () =
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const cancel = useRef<HTMLButtonElement>(null);
-  // The keyboard lands in the dialog on the harmless choice, and Escape leaves it.
-  useEffect(() => cancel.current?.focus(), []);
+  const dialog = useRef<HTMLDivElement>(null);
+  // The keyboard lands in the dialog on the harmless choice, and Escape leaves it. While it is open the focus
+  // stays inside: Tab cycles through its buttons, and a focus that lands elsewhere is brought back, so that no
+  // key press acts on the page behind it.
+  useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    cancel.current?.focus();
+    const keepInside = (event: FocusEvent) => {
+      if (dialog.current && event.target instanceof Node && !dialog.current.contains(event.target)) {
+        cancel.current?.focus();
+      }
+    };
+    document.addEventListener('focusin', keepInside);
+    return () => {
+      document.removeEventListener('focusin', keepInside);
+      if (opener?.isConnected) opener.focus();
+    };
+  }, []);
+  const trapTab = (event: KeyboardEvent) => {
+    if (event.key !== 'Tab' || !dialog.current) return;
+    const focusable = [...dialog.current.querySelectorAll<HTMLElement>('button:not([disabled]), [href], input')];
+    if (focusable.length === 0) return;
+    const first = focusable[0]!;
+    const last = focusable[focusable.length - 1]!;
+    if (event.shiftKey && document.activeElement === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  };
   const confirm = () => {
     setBusy(true);
     props.confirmation.run().then(props.onClose, (failure: Error) => {
@@ -149,8 +185,10 @@ export function ConfirmDialog(props: { confirmation: Confirmation; onClose: () =
         aria-modal="true"
         aria-label={props.confirmation.action}
         data-testid="confirm"
+        ref={dialog}
         onKeyDown={(event) => {
           if (event.key === 'Escape' && !busy) props.onClose();
+          trapTab(event);
         }}
       >
         <p>{props.confirmation.message}</p>
@@ -166,4 +204,70 @@ export function ConfirmDialog(props: { confirmation: Confirmation; onClose: () =
       </div>
     </div>
   );
+}
+
+/** Tabs that say which is selected (role tab, aria-selected) and move with the arrow keys. */
+export function Tabs<T extends string>(props: {
+  label: string;
+  tabs: readonly { id: T; label: string }[];
+  selected: T;
+  onSelect: (id: T) => void;
+}) {
+  const move = (event: KeyboardEvent, index: number) => {
+    const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
+    if (step === 0) return;
+    event.preventDefault();
+    const next = props.tabs[(index + step + props.tabs.length) % props.tabs.length]!;
+    props.onSelect(next.id);
+    document.getElementById(`tab-${next.id}`)?.focus();
+  };
+  return (
+    <nav class="tabs" role="tablist" aria-label={props.label}>
+      {props.tabs.map((tab, index) => (
+        <button
+          key={tab.id}
+          id={`tab-${tab.id}`}
+          type="button"
+          role="tab"
+          aria-selected={tab.id === props.selected}
+          aria-controls={`panel-${tab.id}`}
+          tabIndex={tab.id === props.selected ? 0 : -1}
+          class={tab.id === props.selected ? 'selected' : ''}
+          onClick={() => props.onSelect(tab.id)}
+          onKeyDown={(event) => move(event, index)}
+        >
+          {tab.label}
+        </button>
+      ))}
+    </nav>
+  );
+}
+
+/**
+ * The state of a list loaded from the API: loading, failed (with what was shown before, marked stale),
+ * or loaded. "Nothing matches" is said only when a load succeeded with nothing in it.
+ */
+export function ListStatus(props: { loading: boolean; error: string | undefined; empty: boolean; emptyText: string }) {
+  if (props.loading)
+    return (
+      <p class="muted" role="status">
+        Loading…
+      </p>
+    );
+  if (props.error) return null;
+  return props.empty ? <p class="muted">{props.emptyText}</p> : null;
+}
+
+/** A whole number as typed: digits with optional separators, or a k / m suffix (50k = 50,000). */
+export function parseAmount(text: string): { value: number | null } | { error: string } {
+  const trimmed = text
+    .trim()
+    .toLowerCase()
+    .replace(/[\s,_]/g, '');
+  if (trimmed === '') return { value: null };
+  const match = /^(\d+(?:\.\d+)?)([km]?)$/.exec(trimmed);
+  if (!match) return { error: 'Enter a whole number, such as 50000 or 50k.' };
+  const value = Number(match[1]) * (match[2] === 'k' ? 1_000 : match[2] === 'm' ? 1_000_000 : 1);
+  if (!Number.isSafeInteger(value) || value < 1) return { error: 'Enter a whole number of at least 1.' };
+  return { value };
 }

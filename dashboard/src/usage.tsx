@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import type { AccountUsage, AdminClient, Environment } from './api';
-import { ErrorNote, TableScroll, formatGbp, formatTokens } from './ui';
+import { ErrorNote, TableScroll, Timestamp, formatGbp, formatTokens } from './ui';
 
 const daySeconds = 24 * 3600;
 
@@ -62,14 +62,21 @@ export function UsagePanel(props: { client: AdminClient; accountId: string }) {
   const [environment, setEnvironment] = useState<Environment>('live');
   const [usage, setUsage] = useState<AccountUsage>();
   const [error, setError] = useState<string>();
+  const [loadedAt, setLoadedAt] = useState<string>();
   const load = () =>
     props.client.usage(props.accountId, environment).then(
       (loaded) => {
         setError(undefined);
         setUsage(loaded);
+        setLoadedAt(new Date().toISOString());
       },
       (failure: Error) => setError(failure.message),
     );
+  useEffect(() => {
+    // Figures of the other environment are not these: they go rather than stay under the wrong heading.
+    setUsage(undefined);
+  }, [environment]);
+  const stale = error !== undefined && usage !== undefined;
   useEffect(() => {
     void load();
   }, [props.client, props.accountId, environment]);
@@ -93,8 +100,13 @@ export function UsagePanel(props: { client: AdminClient; accountId: string }) {
         </button>
       </div>
       <ErrorNote message={error} />
+      {stale && loadedAt ? (
+        <p class="warning" data-testid="stale">
+          The last refresh failed: the figures below are from <Timestamp iso={loadedAt} /> and may be out of date.
+        </p>
+      ) : null}
       {usage && tokens ? (
-        <>
+        <div class={stale ? 'stale' : ''} data-stale={stale}>
           <p class="muted">
             {usage.period.start.slice(0, 10)} to {usage.period.end.slice(0, 10)} (UTC) · plan {usage.plan}
           </p>
@@ -151,7 +163,7 @@ export function UsagePanel(props: { client: AdminClient; accountId: string }) {
             </table>
           </TableScroll>
           {usage.by_model.length === 0 ? <p class="muted">No use this month.</p> : null}
-        </>
+        </div>
       ) : null}
     </div>
   );

@@ -220,11 +220,11 @@ describe('dashboard', () => {
     await page.locator('input[name=account-name]').fill('n'.repeat(201));
     await page.locator('input[name=account-plan]').fill('starter');
     await clickButton(page, 'Create account');
-    expect(await textOf(page, besideField('account-name', 'name'))).toBe('name: expected at most 200 characters.');
+    expect(await textOf(page, besideField('account-name', 'name'))).toBe('Name: expected at most 200 characters.');
     await page.locator('input[name=account-name]').fill(accountName);
     await page.locator('input[name=account-plan]').fill('no-such-plan');
     await clickButton(page, 'Create account');
-    expect(await textOf(page, besideField('account-plan', 'plan'))).toMatch(/^plan: unknown plan "no-such-plan"/);
+    expect(await textOf(page, besideField('account-plan', 'plan'))).toMatch(/^Plan: unknown plan "no-such-plan"/);
     expect(await countOf(page, '[data-field-error]')).toBe(1);
     expect(await accountCount()).toBe(before);
 
@@ -252,10 +252,18 @@ describe('dashboard', () => {
     await page.locator(`tr[data-account-id="${accountId}"] a`).click();
     await page.waitForSelector('[data-testid=create-key]');
     const refusals = [
-      { input: 'allowed_ips', value: '010.0.0.1', message: /^allowed_ips\.0: "010\.0\.0\.1" is not an IPv4 address/ },
-      { input: 'allowed_models', value: 'no-such-model', message: /^allowed_models\.0: unknown model "no-such-model"/ },
-      { input: 'expires_at', value: '2020-01-01T00:00', message: /^expires_at: expected a time in the future\.$/ },
-      { input: 'name', value: 'n'.repeat(201), message: /^name: expected at most 200 characters\.$/ },
+      {
+        input: 'allowed_ips',
+        value: '010.0.0.1',
+        message: /^Allowed addresses, entry 1: "010\.0\.0\.1" is not an IPv4 address/,
+      },
+      {
+        input: 'allowed_models',
+        value: 'no-such-model',
+        message: /^Allowed models, entry 1: unknown model "no-such-model"/,
+      },
+      { input: 'expires_at', value: '2020-01-01T00:00', message: /^Expiry: expected a time in the future\.$/ },
+      { input: 'name', value: 'n'.repeat(201), message: /^Name: expected at most 200 characters\.$/ },
     ];
     for (const refusal of refusals) {
       await page.locator('input[name=name]').fill('refused');
@@ -372,7 +380,7 @@ describe('dashboard', () => {
 
   it('shows the tokens of those calls as the usage of the month, and the tokens per day', async () => {
     expect(calledTokens).toBeGreaterThan(0);
-    await clickButton(page, 'Usage');
+    await page.getByRole('tab', { name: 'Usage', exact: true }).click();
     await waitUntil(
       async () => {
         await clickButton(page, 'Refresh', '[data-testid=usage]');

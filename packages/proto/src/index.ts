@@ -9,3 +9,4 @@ export * as meteringv1 from './gen/gateway/metering/v1/metering_pb';
 export * as healthv1 from './gen/grpc/health/v1/health_pb';
 export { create, toBinary, fromBinary, toJson, fromJson } from '@bufbuild/protobuf';
 export type { MessageShape, MessageInitShape } from '@bufbuild/protobuf';
+export * as adminaccessv1 from './gen/gateway/auth/v1/admin_access_pb';

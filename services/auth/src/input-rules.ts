@@ -9,20 +9,32 @@ import type { Result } from '@gw/errors';
 export const maxNameChars = 200;
 export const maxModelIdChars = 256;
 export const maxAllowedModels = 1000;
+/** Keys neither revoked nor expired, per account: bounds what one admin key can create. */
+export const maxLiveKeysPerAccount = 500;
+export const maxLiveAdminKeysPerAccount = 20;
 
 const controlCharacter = /\p{Cc}/u;
+/**
+ * Characters that change how the text around them shows, or show as nothing: bidirectional controls
+ * (U+202E makes "gnp.exe" read "exe.png"), zero-width and other format characters, separators of
+ * lines and paragraphs, and blank fillers.
+ */
+const invisibleCharacter = /[\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\u115F\u1160\u3164\uFFA0\u2800\u180E]/u;
 
 /** Whether text has more than `max` code points; text of at most `max` UTF-16 units cannot. */
 const longerThan = (text: string, max: number) => text.length > max && [...text].length > max;
 
 const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
 
-/** An account or key name: trimmed, 1 to 200 characters, no control characters. */
+/** An account or key name: trimmed, 1 to 200 characters, no control, bidirectional or invisible characters. */
 export function checkName(name: string): Result<string> {
   const trimmed = name.trim();
   if (trimmed.length === 0) return invalid('name: expected a non-empty string.');
   if (longerThan(trimmed, maxNameChars)) return invalid(`name: expected at most ${maxNameChars} characters.`);
   if (controlCharacter.test(trimmed)) return invalid('name: must not contain control characters.');
+  if (invisibleCharacter.test(trimmed)) {
+    return invalid('name: must not contain bidirectional controls or invisible characters.');
+  }
   return ok(trimmed);
 }
 

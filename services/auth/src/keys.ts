@@ -4,7 +4,15 @@ import { authenticationErrorMessage, err, gatewayError, ok, quoted } from '@gw/e
 import type { GatewayError, Result } from '@gw/errors';
 import type { GatewayConfig } from '@gw/config';
 import { newAccountId, newKeyId, randomBase62 } from '@gw/ids';
-import { checkAllowedIps, checkAllowedModels, checkExpiry, checkName } from './input-rules';
+import type { AdminAccessStore, KeyChanges } from './admin-access-store';
+import {
+  checkAllowedIps,
+  checkAllowedModels,
+  checkExpiry,
+  checkName,
+  maxLiveAdminKeysPerAccount,
+  maxLiveKeysPerAccount,
+} from './input-rules';
 import { hashesEqual, hashKey } from './key-format';
 import type { KeyEnvironment, KeyFormat, Pepper } from './key-format';
 import type { VerifiedKeyCache } from './key-cache';
@@ -28,10 +36,18 @@ export interface NewKeyRequest {
   allowedModels: string[] | null;
   allowedIps: string[] | null;
   expiresAt: Date | null;
+  /** Set by a rotation: the key this one replaces, of the same account. */
+  replacesKeyId: string | null;
+}
+
+export interface VerifiedAdminKey {
+  key: AdminKeyRecord;
+  accountSuspended: boolean;
 }
 
 export interface KeyServiceDeps {
   store: AuthStore;
+  accessStore: AdminAccessStore;
   format: KeyFormat;
   /** The first pepper signs new keys; all verify. */
   peppers: readonly Pepper[];
@@ -121,13 +137,20 @@ export class KeyService {
     return ok(found);
   }
 
-  async verifyAdminKey(presented: string): Promise<Result<AdminKeyRecord>> {
+  /**
+   * Never cached: a revoked or expired admin key is refused at its next request. A suspended account's
+   * key verifies, and the caller lets it read only.
+   */
+  async verifyAdminKey(presented: string): Promise<Result<VerifiedAdminKey>> {
     const { store, format, peppers } = this.deps;
     const hashes = peppers.map((pepper) => hashKey(presented, pepper));
     const found = await store.findAdminKeyByHashes(hashes);
-    if (!found || format.kindOf(presented) !== 'admin' || found.revokedAt !== null) return unauthenticated();
-    const pepperIndex = peppers.findIndex((pepper) => pepper.id === found.pepperId);
-    if (pepperIndex < 0 || !hashesEqual(found.keyHash, hashes[pepperIndex]!)) return unauthenticated();
+    if (!found || format.kindOf(presented) !== 'admin') return unauthenticated();
+    const { key } = found;
+    if (key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= this.now())) return unauthenticated();
+    const pepperIndex = peppers.findIndex((pepper) => pepper.id === key.pepperId);
+    if (pepperIndex < 0 || !hashesEqual(key.keyHash, hashes[pepperIndex]!)) return unauthenticated();
+    this.deps.lastUsed.record(key.id);
     return ok(found);
   }
 
@@ -179,9 +202,13 @@ export class KeyService {
 
   /** Returns the key value once; only its hash is kept. */
   async createKey(request: NewKeyRequest): Promise<Result<{ record: KeyRecord; key: string }>> {
-    const { store, config } = this.deps;
+    const { store, config, accessStore } = this.deps;
     const account = await store.findAccount(request.accountId);
     if (!account) return noAccount(request.accountId);
+    if (request.replacesKeyId !== null) {
+      const replaced = await store.findKey(request.replacesKeyId);
+      if (replaced?.accountId !== account.id) return noKey(request.replacesKeyId);
+    }
     const plan = config.plans.find((candidate) => candidate.id === account.plan);
     if (!plan || !plan.residency.includes(request.residency)) {
       return invalid(
@@ -197,6 +224,11 @@ export class KeyService {
     ];
     const failed = checks.find((check) => !check.ok);
     if (failed) return failed;
+    if ((await accessStore.countLiveKeys(account.id)) >= maxLiveKeysPerAccount) {
+      return invalid(
+        `This account has ${maxLiveKeysPerAccount} keys that are neither revoked nor expired, the most it may have; revoke one first.`,
+      );
+    }
     const models = request.allowedModels ?? [];
     const unknownModel = models.findIndex((alias) => !config.models.some((model) => model.alias === alias));
     if (unknownModel >= 0) {
@@ -216,15 +248,27 @@ export class KeyService {
       allowedModels: request.allowedModels,
       allowedIps: request.allowedIps,
       expiresAt: request.expiresAt,
+      replacesKeyId: request.replacesKeyId,
     });
     return ok({ record, key });
   }
 
-  async createAdminKey(accountId: string, name: string): Promise<Result<{ record: AdminKeyRecord; key: string }>> {
+  async createAdminKey(
+    accountId: string,
+    name: string,
+    expiresAt: Date | null = null,
+  ): Promise<Result<{ record: AdminKeyRecord; key: string }>> {
     const account = await this.deps.store.findAccount(accountId);
     if (!account) return noAccount(accountId);
     const checkedName = checkName(name);
     if (!checkedName.ok) return checkedName;
+    const expiry = checkExpiry(expiresAt, this.now());
+    if (!expiry.ok) return expiry;
+    if ((await this.deps.accessStore.countLiveAdminKeys(accountId)) >= maxLiveAdminKeysPerAccount) {
+      return invalid(
+        `This account has ${maxLiveAdminKeysPerAccount} admin keys that are neither revoked nor expired, the most it may have; revoke one first.`,
+      );
+    }
     const { key, keyHash, pepperId, displayPrefix } = this.issue('admin');
     const record = await this.deps.store.insertAdminKey({
       id: `adk_${randomBase62(20)}`,
@@ -233,8 +277,44 @@ export class KeyService {
       keyHash,
       pepperId,
       displayPrefix,
+      expiresAt,
     });
     return ok({ record, key });
+  }
+
+  /**
+   * Changes a key's name and restrictions under the rules of its creation; every replica forgets the
+   * key at once, so the new restrictions hold from the next request.
+   */
+  async updateKey(keyId: string, changes: KeyChanges): Promise<Result<{ before: KeyRecord; after: KeyRecord }>> {
+    const before = await this.deps.store.findKey(keyId);
+    if (!before) return noKey(keyId);
+    if (before.revokedAt !== null) return invalid('This key is revoked; it cannot be changed.');
+    const checked = { ...changes };
+    if (changes.name !== undefined) {
+      const name = checkName(changes.name);
+      if (!name.ok) return name;
+      checked.name = name.value;
+    }
+    const checks = [
+      changes.allowedIps ? checkAllowedIps(changes.allowedIps) : ok(undefined),
+      changes.allowedModels ? checkAllowedModels(changes.allowedModels) : ok(undefined),
+      checkExpiry(changes.expiresAt ?? null, this.now()),
+    ];
+    const failed = checks.find((check) => !check.ok);
+    if (failed) return failed;
+    const models = changes.allowedModels ?? [];
+    const unknownModel = models.findIndex((alias) => !this.deps.config.models.some((model) => model.alias === alias));
+    if (unknownModel >= 0) {
+      return invalid(`allowed_models.${unknownModel}: unknown model ${quoted(models[unknownModel]!)}.`);
+    }
+    if (Object.keys(checked).length === 0) {
+      return invalid('Expected at least one of name, allowed_models, allowed_ips, expires_at.');
+    }
+    const after = await this.deps.accessStore.updateKey(keyId, checked);
+    if (!after) return noKey(keyId);
+    const failure = await this.notify({ keyId });
+    return failure ?? ok({ before, after });
   }
 
   async getKey(keyId: string): Promise<Result<KeyRecord>> {

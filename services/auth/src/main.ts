@@ -11,6 +11,11 @@ import {
   configReloadReporter,
   startTracing,
 } from '@gw/telemetry';
+import { adminAccessService } from './admin-access-server';
+import { AdminAccessStore } from './admin-access-store';
+import { auditHeadPublisher } from './audit-head';
+import { AuditLog } from './audit-log';
+import { AuditStore } from './audit-store';
 import { readAuthConfig } from './config';
 import { VerifiedKeyCache } from './key-cache';
 import { KeyFormat } from './key-format';
@@ -39,13 +44,23 @@ void runOrExit(async () => {
     },
     onError: (error) => logger.warn({ err: error.message }, 'redis subscriber connection problem'),
   });
+  // API keys and admin keys (adk_…) share one recorder: each batch goes to its own table.
   const lastUsed = new LastUsedRecorder(
-    (keyIds) => store.touchKeys(keyIds),
+    async (keyIds) => {
+      const adminKeyIds = keyIds.filter((id) => id.startsWith('adk_'));
+      const apiKeyIds = keyIds.filter((id) => !id.startsWith('adk_'));
+      await Promise.all([
+        apiKeyIds.length > 0 && store.touchKeys(apiKeyIds),
+        adminKeyIds.length > 0 && store.touchAdminKeys(adminKeyIds),
+      ]);
+    },
     (error) => logger.warn({ err: error }, 'last-used write failed; retrying'),
   );
   lastUsed.start(config.LAST_USED_FLUSH_MS);
+  const accessStore = new AdminAccessStore(pool);
   const keys = new KeyService({
     store,
+    accessStore,
     format: new KeyFormat(config.KEY_ISSUER),
     peppers: config.KEY_PEPPERS,
     config: gatewayConfig,
@@ -64,6 +79,25 @@ void runOrExit(async () => {
     announce: (notice) => publishNotice(publisher, notice),
   });
   const metrics = await startMetricsServer('auth', config.METRICS_HOST, config.METRICS_PORT);
+  const auditStore = new AuditStore(pool);
+  const audit = new AuditLog(
+    auditStore,
+    auditHeadPublisher({
+      redis: publisher,
+      chainName: () => auditStore.chainName(),
+      logger,
+      registry: metrics.registry,
+    }),
+  );
+  // For comparison with the heads published before: a log that shrank while auth was down shows here.
+  auditStore.head().then(
+    (head) =>
+      logger.info(
+        { audit_seq: head?.seq ?? 0, audit_hash: head?.hash.toString('hex') ?? null },
+        'audit chain head stored at start',
+      ),
+    (error: unknown) => logger.warn({ err: error }, 'audit chain head not read at start'),
+  );
   const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
     apply: (next) => Object.assign(gatewayConfig, next),
     report: configReloadReporter(logger, metrics.registry, loadedConfig),
@@ -73,7 +107,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
-    services: [authService(keys)],
+    services: [authService(keys), adminAccessService({ keys, store: accessStore, audit })],
     onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });

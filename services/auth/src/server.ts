@@ -35,7 +35,7 @@ function overridesMessage(limits: LimitOverrides): MessageInitShape<typeof commo
   };
 }
 
-function accountMessage(account: AccountRecord): MessageInitShape<typeof authv1.AccountSchema> {
+export function accountMessage(account: AccountRecord): MessageInitShape<typeof authv1.AccountSchema> {
   return {
     id: account.id,
     name: account.name,
@@ -46,13 +46,16 @@ function accountMessage(account: AccountRecord): MessageInitShape<typeof authv1.
   };
 }
 
-function adminKeyMessage(key: AdminKeyRecord): MessageInitShape<typeof authv1.AdminKeySchema> {
+export function adminKeyMessage(key: AdminKeyRecord): MessageInitShape<typeof authv1.AdminKeySchema> {
   return {
     id: key.id,
     accountId: key.accountId,
     name: key.name,
     displayPrefix: key.displayPrefix,
     createdAtUnixMs: BigInt(key.createdAt.getTime()),
+    expiresAtUnixMs: unixMs(key.expiresAt),
+    lastUsedAtUnixMs: unixMs(key.lastUsedAt),
+    revokedAtUnixMs: unixMs(key.revokedAt),
   };
 }
 
@@ -76,7 +79,7 @@ function limitOverrides(request: authv1.SetAccountLimitsRequest): Result<Partial
   return ok(overrides);
 }
 
-function keyMessage(key: KeyRecord): MessageInitShape<typeof authv1.ApiKeySchema> {
+export function keyMessage(key: KeyRecord): MessageInitShape<typeof authv1.ApiKeySchema> {
   return {
     id: key.id,
     accountId: key.accountId,
@@ -91,6 +94,7 @@ function keyMessage(key: KeyRecord): MessageInitShape<typeof authv1.ApiKeySchema
     createdAtUnixMs: BigInt(key.createdAt.getTime()),
     lastUsedAtUnixMs: unixMs(key.lastUsedAt),
     revokedAtUnixMs: unixMs(key.revokedAt),
+    replacesKeyId: key.replacesKeyId ?? undefined,
   };
 }
 
@@ -112,11 +116,12 @@ function newKeyRequest(request: authv1.CreateKeyRequest): Result<NewKeyRequest> 
     allowedModels: request.allowedModels?.values ?? null,
     allowedIps: request.allowedIps?.values ?? null,
     expiresAt: request.expiresAtUnixMs === undefined ? null : new Date(Number(request.expiresAtUnixMs)),
+    replacesKeyId: request.replacesKeyId ?? null,
   });
 }
 
 /** Every call needs the key store: one it cannot reach is an outage (503), the same as any other. */
-const keyStoreUnavailable = (error: unknown) =>
+export const keyStoreUnavailable = (error: unknown) =>
   isConnectionFailure(error) ? dependencyUnavailableError('key store') : undefined;
 
 export function authService(keys: KeyService) {
@@ -143,7 +148,9 @@ export function authService(keys: KeyService) {
       },
       async verifyAdminKey(request) {
         const verified = await keys.verifyAdminKey(request.key);
-        return verified.ok ? ok({ adminKeyId: verified.value.id, accountId: verified.value.accountId }) : verified;
+        if (!verified.ok) return verified;
+        const { key, accountSuspended } = verified.value;
+        return ok({ adminKeyId: key.id, accountId: key.accountId, accountSuspended });
       },
       async listAccounts(request) {
         const listed = await keys.listAccounts(request.accountId);
@@ -160,7 +167,8 @@ export function authService(keys: KeyService) {
         return changed.ok ? ok({ account: accountMessage(changed.value) }) : changed;
       },
       async createAdminKey(request) {
-        const created = await keys.createAdminKey(request.accountId, request.name);
+        const expiresAt = request.expiresAtUnixMs === undefined ? null : new Date(Number(request.expiresAtUnixMs));
+        const created = await keys.createAdminKey(request.accountId, request.name, expiresAt);
         return created.ok ? ok({ adminKey: adminKeyMessage(created.value.record), key: created.value.key }) : created;
       },
       async getKey(request) {

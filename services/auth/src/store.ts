@@ -28,6 +28,8 @@ export interface AdminKeyRecord {
   displayPrefix: string;
   createdAt: Date;
   revokedAt: Date | null;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
 }
 
 export interface KeyRecord {
@@ -46,12 +48,14 @@ export interface KeyRecord {
   createdAt: Date;
   lastUsedAt: Date | null;
   revokedAt: Date | null;
+  /** The key this one replaced, when it was made by rotation. */
+  replacesKeyId: string | null;
 }
 
 export type NewKey = Omit<KeyRecord, 'createdAt' | 'lastUsedAt' | 'revokedAt'>;
 
-const keyColumns = `id, account_id, name, environment, key_hash, pepper_id, display_prefix, residency, privacy_mode,
-  allowed_models, allowed_ips, expires_at, created_at, last_used_at, revoked_at`;
+export const keyColumns = `id, account_id, name, environment, key_hash, pepper_id, display_prefix, residency,
+  privacy_mode, allowed_models, allowed_ips, expires_at, created_at, last_used_at, revoked_at, replaces_key_id`;
 
 interface KeyRow {
   id: string;
@@ -69,9 +73,10 @@ interface KeyRow {
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  replaces_key_id: string | null;
 }
 
-function toKey(row: KeyRow): KeyRecord {
+export function toKey(row: KeyRow): KeyRecord {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -88,10 +93,11 @@ function toKey(row: KeyRow): KeyRecord {
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
+    replacesKeyId: row.replaces_key_id,
   };
 }
 
-interface AccountRow {
+export interface AccountRow {
   id: string;
   name: string;
   plan: string;
@@ -104,12 +110,12 @@ interface AccountRow {
   limit_hard_ceiling_tokens: string | null;
 }
 
-const accountColumns = `id, name, plan, suspended_at, created_at, limit_requests_per_minute, limit_concurrency,
+export const accountColumns = `id, name, plan, suspended_at, created_at, limit_requests_per_minute, limit_concurrency,
   limit_monthly_tokens, limit_overage, limit_hard_ceiling_tokens`;
 
 const bigintOrNull = (value: string | null) => (value === null ? null : Number(value));
 
-function toAccount(row: AccountRow): AccountRecord {
+export function toAccount(row: AccountRow): AccountRecord {
   return {
     id: row.id,
     name: row.name,
@@ -144,9 +150,11 @@ interface AdminKeyRow {
   display_prefix: string;
   created_at: Date;
   revoked_at: Date | null;
+  expires_at: Date | null;
+  last_used_at: Date | null;
 }
 
-function toAdminKey(row: AdminKeyRow): AdminKeyRecord {
+export function toAdminKey(row: AdminKeyRow): AdminKeyRecord {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -156,6 +164,8 @@ function toAdminKey(row: AdminKeyRow): AdminKeyRecord {
     displayPrefix: row.display_prefix,
     createdAt: row.created_at,
     revokedAt: row.revoked_at,
+    expiresAt: row.expires_at,
+    lastUsedAt: row.last_used_at,
   };
 }
 
@@ -163,7 +173,7 @@ function toAdminKey(row: AdminKeyRow): AdminKeyRecord {
  * Every id the gateway issues is a prefix and base62 characters. Anything else cannot be stored, so it
  * is not found without a query (PostgreSQL would refuse a NUL outright).
  */
-const issuableId = /^[A-Za-z0-9_]{1,64}$/;
+export const issuableId = /^[A-Za-z0-9_]{1,64}$/;
 
 /** Accounts and keys in PostgreSQL. Only hashes of keys are ever written. */
 export class AuthStore {
@@ -213,20 +223,30 @@ export class AuthStore {
     return rows[0] && toAccount(rows[0]);
   }
 
-  async insertAdminKey(key: Omit<AdminKeyRecord, 'createdAt' | 'revokedAt'>): Promise<AdminKeyRecord> {
+  async insertAdminKey(key: Omit<AdminKeyRecord, 'createdAt' | 'revokedAt' | 'lastUsedAt'>): Promise<AdminKeyRecord> {
     const { rows } = await this.pool.query<AdminKeyRow>(
-      `INSERT INTO admin_keys (id, account_id, name, key_hash, pepper_id, display_prefix)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      [key.id, key.accountId, key.name, key.keyHash, key.pepperId, key.displayPrefix],
+      `INSERT INTO admin_keys (id, account_id, name, key_hash, pepper_id, display_prefix, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [key.id, key.accountId, key.name, key.keyHash, key.pepperId, key.displayPrefix, key.expiresAt],
     );
     return toAdminKey(rows[0]!);
   }
 
-  async findAdminKeyByHashes(hashes: Buffer[]): Promise<AdminKeyRecord | undefined> {
-    const { rows } = await this.pool.query<AdminKeyRow>('SELECT * FROM admin_keys WHERE key_hash = ANY($1::bytea[])', [
-      hashes,
-    ]);
-    return rows[0] && toAdminKey(rows[0]);
+  /** The admin key with one of the hashes, and whether its account is suspended. */
+  async findAdminKeyByHashes(
+    hashes: Buffer[],
+  ): Promise<{ key: AdminKeyRecord; accountSuspended: boolean } | undefined> {
+    const { rows } = await this.pool.query<AdminKeyRow & { account_suspended: boolean }>(
+      `SELECT k.*, a.suspended_at IS NOT NULL AS account_suspended
+       FROM admin_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ANY($1::bytea[])`,
+      [hashes],
+    );
+    const row = rows[0];
+    return row && { key: toAdminKey(row), accountSuspended: row.account_suspended };
+  }
+
+  async touchAdminKeys(ids: string[]): Promise<void> {
+    await this.pool.query('UPDATE admin_keys SET last_used_at = now() WHERE id = ANY($1::text[])', [ids]);
   }
 
   async findKey(id: string): Promise<KeyRecord | undefined> {
@@ -243,8 +263,8 @@ export class AuthStore {
   async insertKey(key: NewKey): Promise<KeyRecord> {
     const { rows } = await this.pool.query<KeyRow>(
       `INSERT INTO api_keys (id, account_id, name, environment, key_hash, pepper_id, display_prefix, residency,
-         privacy_mode, allowed_models, allowed_ips, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${keyColumns}`,
+         privacy_mode, allowed_models, allowed_ips, expires_at, replaces_key_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${keyColumns}`,
       [
         key.id,
         key.accountId,
@@ -258,6 +278,7 @@ export class AuthStore {
         key.allowedModels,
         key.allowedIps,
         key.expiresAt,
+        key.replacesKeyId,
       ],
     );
     return toKey(rows[0]!);
@@ -268,7 +289,7 @@ export class AuthStore {
     const { rows } = await this.pool.query<KeyRow & { account: AccountRow }>(
       `SELECT k.id, k.account_id, k.name, k.environment, k.key_hash, k.pepper_id, k.display_prefix, k.residency,
          k.privacy_mode, k.allowed_models, k.allowed_ips, k.expires_at, k.created_at, k.last_used_at, k.revoked_at,
-         row_to_json(a) AS account
+         k.replaces_key_id, row_to_json(a) AS account
        FROM api_keys k JOIN accounts a ON a.id = k.account_id
        WHERE k.key_hash = ANY($1::bytea[])`,
       [hashes],

@@ -13,6 +13,7 @@ import type { KeyServiceDeps } from '../src/keys';
 import { LastUsedRecorder } from '../src/last-used';
 import type { NewKeyRequest } from '../src/keys';
 import { AuthStore } from '../src/store';
+import { AdminAccessStore } from '../src/admin-access-store';
 
 const config = parseGatewayConfig(readFileSync(join(__dirname, '../../../deploy/local/gateway.yaml'), 'utf8'), {});
 const oldPepper = { id: 'p1', secret: 'first-pepper-secret-value' };
@@ -33,12 +34,14 @@ describe('KeyService against real PostgreSQL', () => {
     allowedModels: null,
     allowedIps: null,
     expiresAt: null,
+    replacesKeyId: null,
     ...overrides,
   });
   const announced: unknown[] = [];
   const unusableEntries: { keyId: string; entries: readonly InvalidEntry[] }[] = [];
   const service = (peppers: KeyServiceDeps['peppers']) =>
     new KeyService({
+      accessStore: new AdminAccessStore(pool),
       store: new AuthStore(pool),
       format,
       peppers,
@@ -235,7 +238,7 @@ describe('KeyService against real PostgreSQL', () => {
     if (!created.ok) throw new Error(created.error.message);
     expect(created.value.key).toMatch(/^gw_admin_[A-Za-z0-9]{32}$/);
     const verified = await keys.verifyAdminKey(created.value.key);
-    expect(verified.ok && verified.value.accountId).toBe(accountId);
+    expect(verified.ok && verified.value.key.accountId).toBe(accountId);
     expect((await keys.verify(created.value.key, '127.0.0.1')).ok).toBe(false);
     const apiKey = await issue();
     expect((await keys.verifyAdminKey(apiKey.key)).ok).toBe(false);

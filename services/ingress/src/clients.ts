@@ -1,6 +1,6 @@
 import { grpcMessageLimitFor } from '@gw/config';
 import { createMultiplexedClient, createServiceClient } from '@gw/grpc';
-import { authv1, meteringv1, policyv1, quotav1, routerv1 } from '@gw/proto';
+import { adminaccessv1, authv1, meteringv1, policyv1, quotav1, routerv1 } from '@gw/proto';
 import type { IngressConfig } from './config';
 
 /** Typed clients of the four services a request passes through. */
@@ -10,6 +10,14 @@ export function createClients(config: IngressConfig) {
   const maxMessageBytes = grpcMessageLimitFor(config.BODY_LIMIT_BYTES);
   return {
     auth: createServiceClient(authv1.AuthService, {
+      address: config.AUTH_ADDRESS,
+      callee: 'auth',
+      defaultTimeoutMs: timeout,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    // The admin API's lists, admin keys and audit log, served by auth beside AuthService.
+    adminAccess: createServiceClient(adminaccessv1.AdminAccessService, {
       address: config.AUTH_ADDRESS,
       callee: 'auth',
       defaultTimeoutMs: timeout,

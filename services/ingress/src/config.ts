@@ -11,6 +11,8 @@ const schema = z.object({
   ADMIN_PORT: env.port(8081),
   /** The admin API's own address: loopback unless set, whatever HTTP_HOST exposes. */
   ADMIN_HOST: env.host('127.0.0.1'),
+  /** The names the admin port answers for (the Host header without its port); others get 403. */
+  ADMIN_ALLOWED_HOSTS: env.list('localhost,127.0.0.1,[::1]'),
   METRICS_HOST: env.host('127.0.0.1'),
   METRICS_PORT: env.port(9464),
   AUTH_ADDRESS: env.address('127.0.0.1:50051'),

@@ -57,6 +57,7 @@ void runOrExit(async () => {
     }
   };
   setPlanBodyLimits(gatewayConfig.plans);
+  let plans = gatewayConfig.plans;
   const logger = createLogger('ingress', config.LOG_LEVEL);
   const tracing = startTracing(config.tracing);
   const clients = createClients(config);
@@ -80,6 +81,7 @@ void runOrExit(async () => {
   const configWatch = watchGatewayConfig(config.GATEWAY_CONFIG, loadedConfig, {
     apply: (next) => {
       setPlanBodyLimits(next.plans);
+      plans = next.plans;
       edgeMetrics.addLabelValues(labelValuesOf(next));
     },
     report: configReloadReporter(logger, metrics.registry, loadedConfig),
@@ -213,7 +215,15 @@ void runOrExit(async () => {
   );
   publicServer.keepAliveTimeout = 65_000;
   const adminServer = createHttpServer(
-    createAdminApp({ clients, operatorToken: config.ADMIN_TOKEN, logger, ready }),
+    createAdminApp({
+      clients,
+      operatorToken: config.ADMIN_TOKEN,
+      trustedProxies: config.TRUSTED_PROXIES,
+      allowedHosts: config.ADMIN_ALLOWED_HOSTS,
+      plans: () => plans,
+      logger,
+      ready,
+    }),
     receiveBounds,
   );
   await listen(publicServer, config.HTTP_PORT, config.HTTP_HOST);

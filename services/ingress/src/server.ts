@@ -7,7 +7,9 @@ import { newRequestId } from '@gw/ids';
 import { droppedBetasHeader, droppedBetasHeaderValue } from '@gw/catalogue';
 import { sourceAddress } from '@gw/addresses';
 import { requestLogFields } from '@gw/telemetry';
+import type { PlanConfig } from '@gw/config';
 import type { Logger } from '@gw/telemetry';
+import { requireKnownHost } from './admin/host-check';
 import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
 import { discardRestOfBody, readBody as readRequestBody, tooLarge } from './body';
@@ -373,6 +375,11 @@ export interface AdminAppOptions {
   ready(): boolean;
   clients: Clients;
   operatorToken: string;
+  trustedProxies: readonly string[];
+  /** The plans of the gateway YAML in force, for the limits page. */
+  plans(): readonly PlanConfig[];
+  /** Host names the admin API and dashboard answer for; health checks answer any. */
+  allowedHosts: readonly string[];
   logger: Logger;
 }
 
@@ -418,7 +425,8 @@ export function createAdminApp(options: AdminAppOptions): express.Express {
     response.json({ status: 'ok' });
   });
   app.get('/readyz', readiness(options.ready));
-  app.use('/admin/v1', adminRoutes({ clients: options.clients, operatorToken: options.operatorToken, sendError }));
+  app.use(requireKnownHost(options.allowedHosts, sendError));
+  app.use('/admin/v1', adminRoutes({ ...options, sendError }));
   app.use(express.static(dashboardAssets, { index: 'index.html', redirect: false }));
   app.use(notFound);
   app.use(internalError(options.logger));

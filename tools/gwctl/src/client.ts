@@ -99,27 +99,29 @@ export interface AdminClient {
   createKey(key: NewKey): Promise<AdminResult<CreatedApiKey>>;
   listKeys(accountId: string): Promise<AdminResult<ListOf<ApiKey>>>;
   revokeKey(id: string): Promise<AdminResult<ApiKey>>;
+  /** Any call of the API, for commands whose routes have no method here; `check` vets the answer's shape. */
+  request<T>(method: string, path: string, body: unknown, check: ShapeCheck): Promise<AdminResult<T>>;
 }
 
 /** Checks the shape enough to render it; returns a reason when it does not fit. */
-type ShapeCheck = (body: unknown) => string | undefined;
+export type ShapeCheck = (body: unknown) => string | undefined;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const resource: ShapeCheck = (body) =>
+export const resource: ShapeCheck = (body) =>
   isRecord(body) && typeof body.id === 'string' ? undefined : 'expected an object with an "id"';
 
 const createdKey: ShapeCheck = (body) =>
   resource(body) ?? (isRecord(body) && typeof body.key === 'string' ? undefined : 'expected the key value in "key"');
 
-const listOfResources: ShapeCheck = (body) => {
+export const listOfResources: ShapeCheck = (body) => {
   if (!isRecord(body) || !Array.isArray(body.data)) return 'expected {"data":[…]}';
   return body.data.every((item) => resource(item) === undefined) ? undefined : 'expected every item to have an "id"';
 };
 
-function segment(id: string): string {
+export function segment(id: string): string {
   return encodeURIComponent(id);
 }
 
@@ -203,16 +205,36 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     return { ok: true, value: parsed as T };
   }
 
+  /** Every page of a list (the API answers 50 items a page unless asked for more), gathered into one. */
+  async function allPages<T>(path: string): Promise<AdminResult<ListOf<T>>> {
+    const data: T[] = [];
+    let after = '';
+    for (;;) {
+      const separator = path.includes('?') ? '&' : '?';
+      const cursor = after === '' ? '' : `${separator}after=${encodeURIComponent(after)}`;
+      const page = await call<ListOf<T> & { next_after?: string | null }>(
+        'GET',
+        `${path}${cursor}`,
+        undefined,
+        listOfResources,
+      );
+      if (!page.ok) return page;
+      data.push(...page.value.data);
+      if (!page.value.next_after) return { ok: true, value: { data } };
+      after = page.value.next_after;
+    }
+  }
+
   return {
     createAccount: (account) => call('POST', '/admin/v1/accounts', account, resource),
-    listAccounts: () => call('GET', '/admin/v1/accounts', undefined, listOfResources),
+    listAccounts: () => allPages('/admin/v1/accounts'),
     getAccount: (id) => call('GET', `/admin/v1/accounts/${segment(id)}`, undefined, resource),
     suspendAccount: (id) => call('POST', `/admin/v1/accounts/${segment(id)}/suspend`, undefined, resource),
     resumeAccount: (id) => call('POST', `/admin/v1/accounts/${segment(id)}/resume`, undefined, resource),
     setAccountLimits: (id, change) => call('PATCH', `/admin/v1/accounts/${segment(id)}/limits`, change, resource),
     createKey: (key) => call('POST', '/admin/v1/keys', key, createdKey),
-    listKeys: (accountId) =>
-      call('GET', `/admin/v1/keys?account_id=${encodeURIComponent(accountId)}`, undefined, listOfResources),
+    listKeys: (accountId) => allPages(`/admin/v1/keys?account_id=${encodeURIComponent(accountId)}`),
     revokeKey: (id) => call('POST', `/admin/v1/keys/${segment(id)}/revoke`, undefined, resource),
+    request: call,
   };
 }

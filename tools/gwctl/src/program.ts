@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerAccountCommands } from './commands/accounts';
+import { registerAdminAccessCommands } from './commands/admin-access';
 import type { CliContext } from './commands/context';
 import { ExitCode } from './commands/context';
 import { registerKeyCommands } from './commands/keys';
@@ -26,6 +27,7 @@ export function buildProgram(context: CliContext): Command {
     .addHelpText('after', environmentHelp);
   registerAccountCommands(program, context);
   registerKeyCommands(program, context);
+  registerAdminAccessCommands(program, context);
   return program;
 }
 

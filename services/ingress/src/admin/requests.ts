@@ -17,7 +17,10 @@ const longerThan = (text: string, max: number) => text.length > max && [...text]
 
 const nonEmpty = (field: string) =>
   z.string({ error: `expected a non-empty string` }).trim().min(1, `expected a non-empty string`).describe(field);
-/** An account or key name: shown in every listing, so short and printable. */
+/**
+ * An account or key name: shown in every listing, so short and printable. Bidirectional and invisible
+ * characters are refused by auth, which words the refusal the same way.
+ */
 const name = nonEmpty('name')
   .refine((value) => !longerThan(value, maxNameChars), `expected at most ${maxNameChars} characters`)
   .refine((value) => !/\p{Cc}/u.test(value), 'must not contain control characters');
@@ -46,6 +49,10 @@ const allowList = z
     }
   });
 
+const allowedModels = z
+  .array(modelId, { error: 'expected an array of model aliases or null' })
+  .max(maxAllowedModels, `expected at most ${maxAllowedModels} models`);
+
 const positiveOrNull = z
   .number({ error: 'expected a positive integer or null' })
   .int('expected a positive integer or null')
@@ -54,7 +61,14 @@ const positiveOrNull = z
 
 export const createAccountBody = z.strictObject({ name, plan: nonEmpty('plan') });
 
-export const createAdminKeyBody = z.strictObject({ name });
+/** A future instant, or null for none. */
+const expiry = z.iso
+  .datetime({ offset: true, error: 'expected an ISO 8601 timestamp or null' })
+  .refine((value) => Date.parse(value) > Date.now(), 'expected a time in the future')
+  .nullable()
+  .optional();
+
+export const createAdminKeyBody = z.strictObject({ name, expires_at: expiry });
 
 export const setLimitsBody = z.strictObject({
   requests_per_minute: positiveOrNull.optional(),
@@ -72,18 +86,23 @@ export const createKeyBody = z.strictObject({
   privacy_mode: z.enum(['off', 'flag', 'redact', 'tokenise'], {
     error: 'expected "off", "flag", "redact" or "tokenise"',
   }),
-  allowed_models: z
-    .array(modelId, { error: 'expected an array of model aliases or null' })
-    .max(maxAllowedModels, `expected at most ${maxAllowedModels} models`)
-    .nullable()
-    .optional(),
+  allowed_models: allowedModels.nullable().optional(),
   allowed_ips: allowList.nullable().optional(),
-  expires_at: z.iso
-    .datetime({ offset: true, error: 'expected an ISO 8601 timestamp or null' })
-    .refine((value) => Date.parse(value) > Date.now(), 'expected a time in the future')
-    .nullable()
-    .optional(),
+  expires_at: expiry,
 });
+
+/** A key's editable fields: at least one; a list or expiry set to null is cleared. */
+export const updateKeyBody = z
+  .strictObject({
+    name: name.optional(),
+    allowed_models: allowedModels.nullable().optional(),
+    allowed_ips: allowList.nullable().optional(),
+    expires_at: expiry,
+  })
+  .refine((body) => Object.keys(body).length > 0, {
+    message: 'expected at least one of name, allowed_models, allowed_ips, expires_at',
+    path: ['body'],
+  });
 
 /** Unknown field names are caller text too: a few, each cut, and how many more. */
 const shownUnknownKeys = 3;

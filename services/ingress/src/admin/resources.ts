@@ -63,16 +63,28 @@ export function keyResource(key: authv1.ApiKey, now = Date.now()) {
     created_at: isoOrNull(key.createdAtUnixMs),
     last_used_at: isoOrNull(key.lastUsedAtUnixMs),
     revoked_at: isoOrNull(key.revokedAtUnixMs),
+    replaces_key_id: key.replacesKeyId ?? null,
   };
 }
 
-export function adminKeyResource(key: authv1.AdminKey) {
+const statusOf = (revokedAtUnixMs: bigint | undefined, expiresAtUnixMs: bigint | undefined, now: number) =>
+  revokedAtUnixMs !== undefined
+    ? 'revoked'
+    : expiresAtUnixMs !== undefined && Number(expiresAtUnixMs) <= now
+      ? 'expired'
+      : 'active';
+
+export function adminKeyResource(key: authv1.AdminKey, now = Date.now()) {
   return {
     id: key.id,
     account_id: key.accountId,
     name: key.name,
     display_prefix: key.displayPrefix,
+    status: statusOf(key.revokedAtUnixMs, key.expiresAtUnixMs, now),
     created_at: isoOrNull(key.createdAtUnixMs),
+    expires_at: isoOrNull(key.expiresAtUnixMs),
+    last_used_at: isoOrNull(key.lastUsedAtUnixMs),
+    revoked_at: isoOrNull(key.revokedAtUnixMs),
   };
 }
 

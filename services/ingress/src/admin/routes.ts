@@ -1,12 +1,24 @@
 import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
+import { sourceAddress } from '@gw/addresses';
 import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
+import type { PlanConfig } from '@gw/config';
+import type { Logger } from '@gw/telemetry';
 import { tooLarge } from '../body';
+import type { authv1 } from '@gw/proto';
 import type { Clients } from '../clients';
 import { billingPeriod } from '../usage-report';
-import { authenticatePrincipal, requireAccount, requireOperator } from './principal';
+import { registerAdminKeyRoutes } from './admin-key-routes';
+import { registerAuditRoutes } from './audit-routes';
+import { CredentialThrottle } from './credential-throttle';
+import { registerKeyEditRoutes } from './key-edit-routes';
+import { registerLimitsRoutes } from './limits-routes';
+import { listQuery } from './list-query';
+import { authenticatePrincipal, requireAccount, requireOperator, requireWriteAccess } from './principal';
 import type { Principal } from './principal';
+import { answer } from './route-kit';
+import type { AuditNote, Handler, RouteKit } from './route-kit';
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
 import {
   accountResource,
@@ -18,20 +30,36 @@ import {
   residencyNames,
 } from './resources';
 
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
-type Handler = (request: Request, principal: Principal) => Promise<Result<Answer>>;
-
 export interface AdminRoutesOptions {
   clients: Clients;
   operatorToken: string;
+  /** Load balancers whose X-Forwarded-For is believed, as on the public port. */
+  trustedProxies: readonly string[];
+  logger: Logger;
   sendError(response: Response, error: GatewayError): void;
+  /** The plans of the gateway YAML in force (reloaded with it). */
+  plans(): readonly PlanConfig[];
+  throttle?: CredentialThrottle;
 }
 
-const answer = (body: unknown, status = 200): Result<Answer> => ok({ status, body });
+/** A key the caller may see, or 404 for one of another account. */
+async function findVisibleKey(
+  auth: Clients['auth'],
+  principal: Principal,
+  keyId: string,
+): Promise<Result<authv1.ApiKey>> {
+  const found = await auth.getKey({ keyId });
+  if (!found.ok) return found;
+  const allowed = requireAccount(principal, found.value.apiKey!.accountId, 'key');
+  return allowed.ok ? ok(found.value.apiKey!) : allowed;
+}
+
+const throttled = (waitMs: number) =>
+  gatewayError(
+    'rate_limit_error',
+    'Too many bad admin credentials from this address; wait before trying again (see retry-after).',
+    { retryAfterMs: waitMs },
+  );
 
 /** Admin bodies are small JSON documents; a larger one is refused before it is parsed. */
 const bodyLimitBytes = 1024 * 1024;
@@ -62,28 +90,77 @@ function unreadableRequest(error: unknown): GatewayError | undefined {
 
 /** The admin API of docs/admin-api.md: requests are checked for shape here, every decision is the auth service's. */
 export function adminRoutes(options: AdminRoutesOptions): express.Router {
-  const { clients, operatorToken, sendError } = options;
-  const { auth } = clients;
+  const { clients, operatorToken, sendError, logger } = options;
+  const { auth, adminAccess } = clients;
+  const throttle = options.throttle ?? new CredentialThrottle();
   const router = express.Router();
   router.use(express.json({ limit: bodyLimitBytes }));
 
+  const record = async (principal: Principal | undefined, address: string, note: AuditNote) => {
+    const appended = await adminAccess.appendAudit({
+      actorKind: principal?.kind === 'account' ? 'admin_key' : (principal?.kind ?? 'unknown'),
+      actorId: principal?.kind === 'account' ? principal.adminKeyId : '',
+      accountId: note.accountId,
+      sourceAddress: address,
+      action: note.action,
+      targetKind: note.target.kind,
+      targetId: note.target.id,
+      beforeJson: note.before === undefined ? '' : JSON.stringify(note.before),
+      afterJson: note.after === undefined ? '' : JSON.stringify(note.after),
+    });
+    const actor = principal?.kind === 'account' ? principal.adminKeyId : (principal?.kind ?? 'unknown');
+    if (principal) {
+      logger.info(
+        { action: note.action, actor, account_id: note.accountId, target_id: note.target.id, source_address: address },
+        'admin change',
+      );
+    }
+    // The change is made and its answer may carry a secret shown once: it is given, and the log keeps what happened.
+    if (!appended.ok) {
+      logger.error(
+        { action: note.action, account_id: note.accountId, target_id: note.target.id, err: appended.error.message },
+        'admin change made but not recorded in the audit log',
+      );
+    }
+  };
+
+  const refuseCredential = async (address: string, requestId: unknown) => {
+    const emptied = throttle.refused(address);
+    logger.warn({ source_address: address, request_id: requestId, throttled: emptied }, 'admin credential refused');
+    await record(undefined, address, {
+      action: 'admin_credential.refused',
+      accountId: undefined,
+      target: { kind: '', id: '' },
+      before: undefined,
+      after: undefined,
+    });
+  };
+
   const route = (handler: Handler) => (request: Request, response: Response, next: NextFunction) => {
+    const address = sourceAddress(
+      request.socket.remoteAddress ?? '',
+      request.headers['x-forwarded-for'] as string | undefined,
+      options.trustedProxies,
+    );
+    const waitMs = throttle.waitMs(address);
+    if (waitMs > 0) return sendError(response, throttled(waitMs));
     authenticatePrincipal(request.headers.authorization, operatorToken, auth)
       .then(async (principal) => {
-        const result = principal.ok ? await handler(request, principal.value) : principal;
-        if (result.ok) response.status(result.value.status).json(result.value.body);
-        else sendError(response, result.error);
+        if (!principal.ok && principal.error.type === 'authentication_error') {
+          await refuseCredential(address, response.getHeader('x-request-id'));
+        }
+        if (!principal.ok) return sendError(response, principal.error);
+        const writable = requireWriteAccess(principal.value, request.method);
+        if (!writable.ok) return sendError(response, writable.error);
+        const result = await handler(request, principal.value);
+        if (!result.ok) return sendError(response, result.error);
+        if (result.value.audit) await record(principal.value, address, result.value.audit);
+        response.status(result.value.status).json(result.value.body);
       })
       .catch(next);
   };
 
-  /** A key the caller may see, or 404 for one of another account. */
-  const visibleKey = async (principal: Principal, keyId: string) => {
-    const found = await auth.getKey({ keyId });
-    if (!found.ok) return found;
-    const allowed = requireAccount(principal, found.value.apiKey!.accountId, 'key');
-    return allowed.ok ? ok(found.value.apiKey!) : allowed;
-  };
+  const visibleKey = (principal: Principal, keyId: string) => findVisibleKey(auth, principal, keyId);
 
   router.post(
     '/accounts',
@@ -93,15 +170,31 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       const body = parseBody(createAccountBody, request.body);
       if (!body.ok) return body;
       const created = await auth.createAccount(body.value);
-      return created.ok ? answer(accountResource(created.value.account!), 201) : created;
+      if (!created.ok) return created;
+      const account = accountResource(created.value.account!);
+      return answer(account, 201, {
+        action: 'account.create',
+        accountId: account.id,
+        target: { kind: 'account', id: account.id },
+        before: null,
+        after: account,
+      });
     }),
   );
 
   router.get(
     '/accounts',
-    route(async (_request, principal) => {
-      const listed = await auth.listAccounts(principal.kind === 'account' ? { accountId: principal.accountId } : {});
-      return listed.ok ? answer({ data: listed.value.accounts.map(accountResource) }) : listed;
+    route(async (request, principal) => {
+      const query = listQuery(request.query, ['active', 'suspended']);
+      if (!query.ok) return query;
+      const listed = await adminAccess.searchAccounts({
+        page: query.value.page,
+        accountId: principal.kind === 'account' ? principal.accountId : undefined,
+        query: query.value.q,
+        status: query.value.status,
+      });
+      if (!listed.ok) return listed;
+      return answer({ data: listed.value.accounts.map(accountResource), next_after: listed.value.nextAfter || null });
     }),
   );
 
@@ -125,8 +218,19 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       route(async (request, principal) => {
         const allowed = requireOperator(principal);
         if (!allowed.ok) return allowed;
-        const changed = await auth.setAccountSuspended({ accountId: String(request.params.id), suspended });
-        return changed.ok ? answer(accountResource(changed.value.account!)) : changed;
+        const accountId = String(request.params.id);
+        const before = await auth.getAccount({ id: accountId });
+        if (!before.ok) return before;
+        const changed = await auth.setAccountSuspended({ accountId, suspended });
+        if (!changed.ok) return changed;
+        const after = accountResource(changed.value.account!);
+        return answer(after, 200, {
+          action: `account.${action}`,
+          accountId,
+          target: { kind: 'account', id: accountId },
+          before: accountResource(before.value.account!),
+          after,
+        });
       }),
     );
   }
@@ -149,8 +253,11 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       }
       const big = (value: number | null | undefined) =>
         value === null || value === undefined ? undefined : BigInt(value);
+      const accountId = String(request.params.id);
+      const before = await auth.getAccount({ id: accountId });
+      if (!before.ok) return before;
       const changed = await auth.setAccountLimits({
-        accountId: String(request.params.id),
+        accountId,
         fields,
         limits: {
           requestsPerMinute: big(body.value.requests_per_minute),
@@ -160,7 +267,15 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
           overage: body.value.overage ?? undefined,
         },
       });
-      return changed.ok ? answer(accountResource(changed.value.account!)) : changed;
+      if (!changed.ok) return changed;
+      const after = accountResource(changed.value.account!);
+      return answer(after, 200, {
+        action: 'account.limits',
+        accountId,
+        target: { kind: 'account', id: accountId },
+        before: accountResource(before.value.account!).limits,
+        after: after.limits,
+      });
     }),
   );
 
@@ -213,10 +328,21 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       if (!allowed.ok) return allowed;
       const body = parseBody(createAdminKeyBody, request.body);
       if (!body.ok) return body;
-      const created = await auth.createAdminKey({ accountId: String(request.params.id), name: body.value.name });
-      return created.ok
-        ? answer({ ...adminKeyResource(created.value.adminKey!), key: created.value.key }, 201)
-        : created;
+      const accountId = String(request.params.id);
+      const created = await auth.createAdminKey({
+        accountId,
+        name: body.value.name,
+        expiresAtUnixMs: body.value.expires_at ? BigInt(Date.parse(body.value.expires_at)) : undefined,
+      });
+      if (!created.ok) return created;
+      const adminKey = adminKeyResource(created.value.adminKey!);
+      return answer({ ...adminKey, key: created.value.key }, 201, {
+        action: 'admin_key.create',
+        accountId,
+        target: { kind: 'admin_key', id: adminKey.id },
+        before: null,
+        after: adminKey,
+      });
     }),
   );
 
@@ -238,7 +364,15 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
         allowedIps: list(body.value.allowed_ips),
         expiresAtUnixMs: body.value.expires_at ? BigInt(Date.parse(body.value.expires_at)) : undefined,
       });
-      return created.ok ? answer({ ...keyResource(created.value.apiKey!), key: created.value.key }, 201) : created;
+      if (!created.ok) return created;
+      const key = keyResource(created.value.apiKey!);
+      return answer({ ...key, key: created.value.key }, 201, {
+        action: 'key.create',
+        accountId: key.account_id,
+        target: { kind: 'key', id: key.id },
+        before: null,
+        after: key,
+      });
     }),
   );
 
@@ -250,8 +384,20 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
         return err(gatewayError('invalid_request_error', 'account_id: expected the account id as a query parameter.'));
       const allowed = requireAccount(principal, accountId);
       if (!allowed.ok) return allowed;
-      const listed = await auth.listKeys({ accountId });
-      return listed.ok ? answer({ data: listed.value.keys.map((key) => keyResource(key)) }) : listed;
+      const query = listQuery(request.query, ['active', 'revoked', 'expired']);
+      if (!query.ok) return query;
+      const listed = await adminAccess.searchKeys({
+        accountId,
+        page: query.value.page,
+        query: query.value.q,
+        status: query.value.status,
+        environment: query.value.environment,
+      });
+      if (!listed.ok) return listed;
+      return answer({
+        data: listed.value.keys.map((key) => keyResource(key)),
+        next_after: listed.value.nextAfter || null,
+      });
     }),
   );
 
@@ -269,7 +415,15 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
       const found = await visibleKey(principal, String(request.params.id));
       if (!found.ok) return found;
       const revoked = await auth.revokeKey({ keyId: found.value.id });
-      return revoked.ok ? answer(keyResource(revoked.value.apiKey!)) : revoked;
+      if (!revoked.ok) return revoked;
+      const after = keyResource(revoked.value.apiKey!);
+      return answer(after, 200, {
+        action: 'key.revoke',
+        accountId: after.account_id,
+        target: { kind: 'key', id: after.id },
+        before: keyResource(found.value),
+        after,
+      });
     }),
   );
 
@@ -293,12 +447,25 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
         allowedModels: old.allowedModels,
         allowedIps: old.allowedIps,
         expiresAtUnixMs: old.expiresAtUnixMs,
+        replacesKeyId: old.id,
       });
-      return created.ok
-        ? answer({ ...keyResource(created.value.apiKey!), key: created.value.key, replaces: old.id }, 201)
-        : created;
+      if (!created.ok) return created;
+      const key = keyResource(created.value.apiKey!);
+      return answer({ ...key, key: created.value.key, replaces: old.id }, 201, {
+        action: 'key.rotate',
+        accountId: key.account_id,
+        target: { kind: 'key', id: key.id },
+        before: keyResource(old),
+        after: key,
+      });
     }),
   );
+
+  const kit: RouteKit = { router, route, clients, visibleKey, plans: options.plans };
+  registerAdminKeyRoutes(kit);
+  registerKeyEditRoutes(kit);
+  registerAuditRoutes(kit);
+  registerLimitsRoutes(kit);
 
   // The path is caller text: cut in the message like any other echoed value.
   router.use((request: Request, response: Response) => {
