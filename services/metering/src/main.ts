@@ -12,6 +12,7 @@ import {
 } from '@gw/telemetry';
 import { readMeteringConfig } from './config';
 import { usageChunkHandler } from './consumer';
+import { KeyUsageReader } from './key-usage';
 import { meteringMetrics } from './metrics';
 import { PeriodUsageReader } from './period-usage';
 import { priceList } from './pricing';
@@ -31,13 +32,15 @@ void runOrExit(async () => {
     report: configReloadReporter(logger, metrics.registry, loadedConfig),
   });
   // The process reports SERVING in grpc.health.v1 once the consumer has joined its group.
-  const usage = new PeriodUsageReader(pool, (error) => logger.error({ err: error }, 'usage query failed'));
+  const onStoreFailure = (error: unknown) => logger.error({ err: error }, 'usage query failed');
+  const usage = new PeriodUsageReader(pool, onStoreFailure);
+  const keyUsage = new KeyUsageReader(pool, onStoreFailure);
   const grpc = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
-    services: [meteringService(usage)],
+    services: [meteringService({ usage, keyUsage, pool, onStoreFailure })],
     onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });

@@ -5,6 +5,7 @@ import type { GatewayError, Result } from '@gw/errors';
 import { tooLarge } from '../body';
 import type { Clients } from '../clients';
 import { billingPeriod } from '../usage-report';
+import { mountKeyUsageRoutes } from './key-usage';
 import { authenticatePrincipal, requireAccount, requireOperator } from './principal';
 import type { Principal } from './principal';
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
@@ -299,6 +300,8 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
         : created;
     }),
   );
+
+  mountKeyUsageRoutes(router, options);
 
   // The path is caller text: cut in the message like any other echoed value.
   router.use((request: Request, response: Response) => {
