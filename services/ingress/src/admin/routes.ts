@@ -8,6 +8,7 @@ import { billingPeriod } from '../usage-report';
 import { mountKeyUsageRoutes } from './key-usage';
 import { authenticatePrincipal, requireAccount, requireOperator } from './principal';
 import type { Principal } from './principal';
+import { mountWebhookRoutes } from './webhooks';
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
 import {
   accountResource,
@@ -302,6 +303,7 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
   );
 
   mountKeyUsageRoutes(router, options);
+  mountWebhookRoutes(router, options);
 
   // The path is caller text: cut in the message like any other echoed value.
   router.use((request: Request, response: Response) => {
