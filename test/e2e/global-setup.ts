@@ -75,6 +75,7 @@ export default async function globalSetup(): Promise<void> {
         WEBHOOK_CA_FILE: webhookReceiver.caFile,
         WEBHOOK_POLL_MS: '100',
         WEBHOOK_RETRY_BASE_MS: '300',
+        WEBHOOK_KEY_EXPIRY_SCAN_MS: '500',
       },
       grpcTls,
     });

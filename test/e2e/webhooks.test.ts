@@ -245,4 +245,62 @@ describe('budget alerts by webhook', () => {
     expect(deleted.status).toBe(200);
     expect((await admin<{ data: unknown[] }>(h, 'GET', `/accounts/${account.body.id}/webhooks`)).body.data).toEqual([]);
   });
+
+  it('delivers key revoked, rotated and expiring events, each once', async () => {
+    const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: 'key events', plan: 'pro' });
+    const accountId = account.body.id;
+    const endpoint = await admin<Endpoint>(h, 'POST', `/accounts/${accountId}/webhooks`, {
+      url: receiverUrl,
+      event_types: ['key.revoked', 'key.rotated', 'key.expiring'],
+      expiring_within_days: 3,
+    });
+    expect(endpoint.status).toBe(201);
+    const newKey = async (expiresInDays?: number) => {
+      const created = await admin<{ id: string; expires_at: string | null }>(h, 'POST', '/keys', {
+        account_id: accountId,
+        name: 'key events',
+        environment: 'live',
+        residency: 'eu',
+        privacy_mode: 'off',
+        expires_at:
+          expiresInDays === undefined ? null : new Date(Date.now() + expiresInDays * 86_400_000).toISOString(),
+      });
+      expect(created.status).toBe(201);
+      return created.body;
+    };
+    const expiring = await newKey(2);
+    await newKey(10);
+    const rotatedOut = await newKey();
+    const rotation = await admin<{ id: string; replaces: string }>(h, 'POST', `/keys/${rotatedOut.id}/rotate`);
+    expect(rotation.status).toBe(201);
+    for (let time = 0; time < 2; time += 1) {
+      expect((await admin(h, 'POST', `/keys/${rotatedOut.id}/revoke`)).status).toBe(200);
+    }
+
+    // This account's deliveries only (the receiver serves every test), each verified with its secret.
+    const events = () =>
+      receiver.received
+        .filter((delivery) => delivery.body.includes(accountId))
+        .map((delivery) => verified(endpoint.body.secret, delivery));
+    const received = await waitUntil(
+      events,
+      { what: 'three key events', timeoutMs: 20_000 },
+      (list) => list.length >= 3,
+    );
+    const byType = Object.fromEntries(received.map((event) => [event.type, event.data]));
+    expect(byType).toEqual({
+      'key.expiring': { account_id: accountId, key_id: expiring.id, expires_at: expiring.expires_at },
+      'key.rotated': { account_id: accountId, key_id: rotatedOut.id, new_key_id: rotation.body.id },
+      'key.revoked': { account_id: accountId, key_id: rotatedOut.id, revoked_at: expect.any(String) },
+    });
+    // Revoked twice, one event; the key expiring in ten days is beyond the endpoint's three.
+    const { rows } = await db.query('SELECT event_type FROM webhook_messages WHERE endpoint_id = $1', [
+      endpoint.body.id,
+    ]);
+    expect(rows.map((row: { event_type: string }) => row.event_type).sort()).toEqual([
+      'key.expiring',
+      'key.revoked',
+      'key.rotated',
+    ]);
+  });
 });

@@ -13,6 +13,7 @@ import {
 } from '@gw/telemetry';
 import { readAuthConfig } from './config';
 import { VerifiedKeyCache } from './key-cache';
+import { KeyEvents } from './key-events';
 import { KeyFormat } from './key-format';
 import { KeyService } from './keys';
 import { LastUsedRecorder } from './last-used';
@@ -73,7 +74,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
-    services: [authService(keys)],
+    services: [authService(keys, new KeyEvents(pool, logger))],
     onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });

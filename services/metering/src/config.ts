@@ -46,6 +46,8 @@ const schema = z.object({
   WEBHOOK_RETRY_WINDOW_MS: env.positiveInt(86_400_000),
   /** One delivery attempt: connection, TLS, and the answer's status line. */
   WEBHOOK_TIMEOUT_MS: env.positiveInt(10_000),
+  /** How often the dispatcher looks for keys about to expire (key.expiring). */
+  WEBHOOK_KEY_EXPIRY_SCAN_MS: env.positiveInt(60_000),
   /** Deliveries in flight at once. */
   WEBHOOK_CONCURRENCY: env.positiveInt(8),
 });

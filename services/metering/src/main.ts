@@ -59,6 +59,8 @@ void runOrExit(async () => {
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       backoff: { baseMs: config.WEBHOOK_RETRY_BASE_MS, maxMs: config.WEBHOOK_RETRY_MAX_MS },
       ca: extraCa === undefined ? undefined : [...rootCertificates, extraCa],
+      keyExpiryScanMs: config.WEBHOOK_KEY_EXPIRY_SCAN_MS,
+      retryWindowMs: config.WEBHOOK_RETRY_WINDOW_MS,
     },
   });
   // The process reports SERVING in grpc.health.v1 once the consumer has joined its group.

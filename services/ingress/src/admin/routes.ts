@@ -295,6 +295,7 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
         allowedModels: old.allowedModels,
         allowedIps: old.allowedIps,
         expiresAtUnixMs: old.expiresAtUnixMs,
+        rotatesKeyId: old.id,
       });
       return created.ok
         ? answer({ ...keyResource(created.value.apiKey!), key: created.value.key, replaces: old.id }, 201)

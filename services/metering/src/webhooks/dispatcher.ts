@@ -2,6 +2,7 @@ import type { Pool } from '@gw/db';
 import type { Logger } from '@gw/telemetry';
 import { Counter } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
+import { writeExpiringKeyEvents } from './key-expiry';
 import { claimDue, nextAttemptAt, recordAttempt } from './outbox';
 import type { AttemptResult, ClaimedMessage } from './outbox';
 import type { Sender, SendOutcome } from './sender';
@@ -16,6 +17,9 @@ export interface DispatcherOptions {
   backoff: { baseMs: number; maxMs: number };
   /** Trusted CAs for endpoints beside the system's (PEM), or undefined. */
   ca: string[] | undefined;
+  /** How often keys about to expire are looked for (key.expiring). */
+  keyExpiryScanMs: number;
+  retryWindowMs: number;
 }
 
 export interface DispatcherDeps {
@@ -39,6 +43,7 @@ export class WebhookDispatcher {
   private current: Promise<void> = Promise.resolve();
   private readonly deliveries: Counter<'result'>;
   private readonly now: () => number;
+  private lastExpiryScan = -Infinity;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.now = deps.now ?? Date.now;
@@ -78,6 +83,10 @@ export class WebhookDispatcher {
     const { options } = this.deps;
     // Held past an attempt's longest time, so that no other round takes a message being delivered.
     const leaseMs = options.timeoutMs * 2 + 5_000;
+    if (this.now() - this.lastExpiryScan >= options.keyExpiryScanMs) {
+      this.lastExpiryScan = this.now();
+      await writeExpiringKeyEvents(this.deps.pool, options.retryWindowMs);
+    }
     const claimed = await claimDue(this.deps.pool, options.concurrency, leaseMs);
     await Promise.all(claimed.map((message) => this.deliver(message)));
     return claimed.length === options.concurrency;
