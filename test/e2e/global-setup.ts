@@ -69,7 +69,7 @@ export default async function globalSetup(): Promise<void> {
       consumerGroup: 'gateway-metering-e2e',
       logLevel: 'debug',
       // Requests from 127.0.0.2 play a load balancer; from 127.0.0.1, a client that may spoof headers.
-      ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32' },
+      ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32', REFUSAL_FLUSH_MS: '500' },
       meteringEnv: {
         WEBHOOK_ALLOWED_PRIVATE_TARGETS: `localhost:${webhookReceiverPort}`,
         WEBHOOK_CA_FILE: webhookReceiver.caFile,

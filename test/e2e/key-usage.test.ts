@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from 'pg';
+import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
 import { waitForUsageRow } from './usage';
@@ -107,9 +108,15 @@ describe('usage per key', () => {
 
     for (const requestId of requestIds) await waitForUsageRow(h.databaseUrl, requestId);
 
+    const partialRefusals = (data: KeyLine[]) => data.find((line) => line.key_id === partial.id)?.refusals ?? {};
     const [accountUsage, byKey, daily, events] = await Promise.all([
       admin<AccountUsage>(h, 'GET', `/accounts/${accountId}/usage`),
-      admin<{ data: KeyLine[]; period: { start: string } }>(h, 'GET', `/accounts/${accountId}/usage/keys`),
+      // Refusals reach metering at the next flush of ingress's counts.
+      waitUntil(
+        () => admin<{ data: KeyLine[]; period: { start: string } }>(h, 'GET', `/accounts/${accountId}/usage/keys`),
+        { what: 'the refusals flushed' },
+        (answer) => answer.body.data.length === 3 && Object.keys(partialRefusals(answer.body.data)).length > 0,
+      ),
       admin<{ data: (KeyLine & { day: string })[] }>(h, 'GET', `/accounts/${accountId}/usage/keys/daily`),
       db.query<Record<string, string>>(
         `SELECT key_id, COUNT(*)::text AS requests, SUM(input_tokens)::text AS input_tokens,
@@ -122,8 +129,16 @@ describe('usage per key', () => {
     ]);
     expect(byKey.status).toBe(200);
     const lines = byKey.body.data;
-    // Keys with usage only (refusals are counted separately and flushed later); each named.
-    expect(lines.map((line) => line.key_id).sort()).toEqual([plain.id, partial.id].sort());
+    // Every key with usage or refusals, each named; the refused one with zeros and its refusal.
+    expect(lines.map((line) => line.key_id).sort()).toEqual([plain.id, partial.id, refusedOnly.id].sort());
+    expect(lines.find((line) => line.key_id === refusedOnly.id)).toMatchObject({
+      requests: 0,
+      billable_tokens: 0,
+      cost_gbp_exact: '0',
+      refusals: { permission_error: 1 },
+    });
+    expect(partialRefusals(lines)).toEqual({ invalid_request_error: 1 });
+    expect(lines.find((line) => line.key_id === plain.id)!.refusals).toEqual({});
     expect(lines.find((line) => line.key_id === partial.id)!.name).toBe('=partial, "quoted"');
 
     // Each key's line is exactly its events.
@@ -181,6 +196,64 @@ describe('usage per key', () => {
     expect(partialRow).toContain(`"'=partial, ""quoted"""`);
     const partialLine = lines.find((line) => line.key_id === partial.id)!;
     expect(partialRow).toContain(`,${partialLine.billable_tokens},${partialLine.cost_gbp_exact},`);
+  });
+
+  it('counts refusals per key by reason, in memory: a flood of them is a few writes, not one each', async () => {
+    const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: 'refusals per key', plan: 'pro' });
+    const accountId = account.body.id;
+    const flooding = await newKey(accountId, 'flooding');
+    const narrow = await newKey(accountId, 'narrow', { allowed_models: ['claude-haiku-4-5'] });
+    const recordCalls = async () => {
+      const text = await (await fetch(h.metricsUrls.metering!)).text();
+      return text
+        .split('\n')
+        .filter(
+          (line) =>
+            line.startsWith('gateway_grpc_server_handled_total{') && line.includes('grpc_method="RecordRefusals"'),
+        )
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    };
+    const callsBefore = await recordCalls();
+    const flood = 200;
+    for (let sent = 0; sent < flood; sent += 20) {
+      await Promise.all(
+        Array.from({ length: 20 }, () => post(flooding.key, { model, messages: [{ role: 'user', content: 'x' }] })),
+      );
+    }
+    const notAllowed = await post(narrow.key, { model, max_tokens: 8, messages: [{ role: 'user', content: 'x' }] });
+    expect(notAllowed.status).toBe(403);
+    // Without a key that verifies (401): counted nowhere.
+    expect((await post('gw_live_not_a_key', { model, max_tokens: 8, messages: [] })).status).toBe(401);
+
+    const lines = await waitUntil(
+      async () => (await admin<{ data: KeyLine[] }>(h, 'GET', `/accounts/${accountId}/usage/keys`)).body.data,
+      { what: 'the refusals flushed to metering', timeoutMs: 15_000 },
+      (data) =>
+        data.find((line) => line.key_id === flooding.id)?.refusals.invalid_request_error === flood &&
+        data.some((line) => line.key_id === narrow.id),
+    );
+    expect(lines.find((line) => line.key_id === flooding.id)).toMatchObject({
+      requests: 0,
+      billable_tokens: 0,
+      refusals: { invalid_request_error: flood },
+    });
+    const narrowLine = lines.find((line) => line.key_id === narrow.id)!;
+    expect(Object.entries(narrowLine.refusals)).toEqual([[expect.stringMatching(/^permission_error/), 1]]);
+    // Stored as one row per key, day and reason, from a handful of flushes across the whole stack.
+    const { rows } = await db.query('SELECT key_id, refusals FROM key_refusals WHERE account_id = $1 ORDER BY key_id', [
+      accountId,
+    ]);
+    expect(rows).toHaveLength(2);
+    expect((await recordCalls()) - callsBefore).toBeLessThan(40);
+    const daily = await admin<{ data: (KeyLine & { day: string })[] }>(
+      h,
+      'GET',
+      `/accounts/${accountId}/usage/keys/daily`,
+    );
+    expect(daily.body.data.find((line) => line.key_id === flooding.id)).toMatchObject({
+      day: new Date().toISOString().slice(0, 10),
+      refusals: { invalid_request_error: flood },
+    });
   });
 
   it('refuses a bad period, environment or format by name, and another account to an admin key', async () => {

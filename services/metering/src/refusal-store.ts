@@ -17,7 +17,8 @@ export interface RefusalCountRow {
 /** Far more lines than one flush of one ingress holds (its map is bounded well below). */
 const maxLinesPerFlush = 100_000;
 const idPattern = /^[A-Za-z0-9_]{1,64}$/;
-const reasonPattern = /^[a-z_]{1,64}$/;
+// An error type, and the kind of refusal where it has one: rate_limit_error.per_minute.
+const reasonPattern = /^[a-z_]{1,64}(\.[a-z_]{1,64})?$/;
 const dayPattern = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The request's lines as rows, or invalid_request_error naming the first bad one. */
