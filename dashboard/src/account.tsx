@@ -1,12 +1,14 @@
 import { useState } from 'preact/hooks';
 import type { Account, AdminClient } from './api';
+import { KeyUsagePanel } from './key-usage';
 import { KeysPanel } from './keys';
 import { UsagePanel } from './usage';
+import { WebhooksPanel } from './webhooks';
 
 /** One account: its keys and its usage this month. */
 export function AccountPage(props: { client: AdminClient; account: Account; onBack?: () => void }) {
   const { account } = props;
-  const [tab, setTab] = useState<'keys' | 'usage'>('keys');
+  const [tab, setTab] = useState<'keys' | 'usage' | 'usage-by-key' | 'webhooks'>('keys');
   return (
     <section>
       {props.onBack ? (
@@ -27,12 +29,17 @@ export function AccountPage(props: { client: AdminClient; account: Account; onBa
         <button type="button" class={tab === 'usage' ? 'selected' : ''} onClick={() => setTab('usage')}>
           Usage
         </button>
+        <button type="button" class={tab === 'usage-by-key' ? 'selected' : ''} onClick={() => setTab('usage-by-key')}>
+          Usage by key
+        </button>
+        <button type="button" class={tab === 'webhooks' ? 'selected' : ''} onClick={() => setTab('webhooks')}>
+          Webhooks
+        </button>
       </nav>
-      {tab === 'keys' ? (
-        <KeysPanel client={props.client} accountId={account.id} />
-      ) : (
-        <UsagePanel client={props.client} accountId={account.id} />
-      )}
+      {tab === 'keys' ? <KeysPanel client={props.client} accountId={account.id} /> : null}
+      {tab === 'usage' ? <UsagePanel client={props.client} accountId={account.id} /> : null}
+      {tab === 'usage-by-key' ? <KeyUsagePanel client={props.client} accountId={account.id} /> : null}
+      {tab === 'webhooks' ? <WebhooksPanel client={props.client} accountId={account.id} /> : null}
     </section>
   );
 }

@@ -1,49 +1,17 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:https';
-import type { IncomingHttpHeaders } from 'node:http';
 import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
 import { admin } from './http';
 import { waitForUsageRow } from './usage';
+import { startWebhookReceiver } from './webhook-receiver';
+import type { ReceivedDelivery } from './webhook-receiver';
 
 const h = harness();
 const model = 'claude-sonnet-5';
-const receiverUrl = `https://localhost:${h.webhookReceiver.port}/hooks/gateway`;
 
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-  answered: number;
-}
-
-/** The tests' webhook receiver: HTTPS with a certificate of the test CA; answers what a test queues, else 200. */
-function startReceiver() {
-  const received: Received[] = [];
-  const answers: number[] = [];
-  const server = createServer(
-    { cert: readFileSync(h.webhookReceiver.certFile), key: readFileSync(h.webhookReceiver.keyFile) },
-    (request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        const answered = answers.shift() ?? 200;
-        received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), answered });
-        response.writeHead(answered).end();
-      });
-    },
-  );
-  return {
-    received,
-    answers,
-    listen: () => new Promise<void>((resolve) => server.listen(h.webhookReceiver.port, '127.0.0.1', resolve)),
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
-
-const verified = (secret: string, delivery: Received) =>
+const verified = (secret: string, delivery: ReceivedDelivery) =>
   new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as {
     type: string;
     timestamp: string;
@@ -83,7 +51,7 @@ async function liveKey(accountId: string) {
 const words = Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ');
 
 describe('budget alerts by webhook', () => {
-  const receiver = startReceiver();
+  const receiver = startWebhookReceiver(h);
   const db = new Client({ connectionString: h.databaseUrl });
   beforeAll(() => Promise.all([receiver.listen(), db.connect()]));
   afterAll(() => Promise.all([receiver.close(), db.end()]));
@@ -102,12 +70,12 @@ describe('budget alerts by webhook', () => {
     const accountId = account.body.id;
     await admin(h, 'PATCH', `/accounts/${accountId}/limits`, { monthly_tokens: allowance, overage: true });
     const created = await admin<Endpoint>(h, 'POST', `/accounts/${accountId}/webhooks`, {
-      url: receiverUrl,
+      url: receiver.url,
       event_types: ['usage.threshold_crossed'],
       thresholds_percent: [100, 80],
     });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ url: receiverUrl, thresholds_percent: [80, 100] });
+    expect(created.body).toMatchObject({ url: receiver.url, thresholds_percent: [80, 100] });
     expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const { id: endpointId, secret } = created.body;
 
@@ -217,18 +185,18 @@ describe('budget alerts by webhook', () => {
       expect(refused.body.error.message).toMatch(/^url: /);
       expect(refused.body.error.message).toMatch(why);
     }
-    const badType = await register({ url: receiverUrl, event_types: ['usage.everything'] });
+    const badType = await register({ url: receiver.url, event_types: ['usage.everything'] });
     expect(badType.body.error.message).toMatch(/^event_types\.0: /);
-    const badThreshold = await register({ url: receiverUrl, thresholds_percent: [0] });
+    const badThreshold = await register({ url: receiver.url, thresholds_percent: [0] });
     expect(badThreshold.body.error.message).toMatch(/^thresholds_percent: /);
-    const unknownField = await register({ url: receiverUrl, secret: 'mine' });
+    const unknownField = await register({ url: receiver.url, secret: 'mine' });
     expect(unknownField.body.error.message).toMatch(/unknown field "secret"/);
     const listed = await admin<{ data: unknown[] }>(h, 'GET', `/accounts/${account.body.id}/webhooks`);
     expect(listed.body.data).toEqual([]);
 
     // Another account's admin key sees none of it.
     const created = await admin<Endpoint>(h, 'POST', `/accounts/${account.body.id}/webhooks`, {
-      url: receiverUrl,
+      url: receiver.url,
       event_types: ['key.revoked'],
     });
     expect(created.status).toBe(201);
@@ -250,7 +218,7 @@ describe('budget alerts by webhook', () => {
     const account = await admin<{ id: string }>(h, 'POST', '/accounts', { name: 'key events', plan: 'pro' });
     const accountId = account.body.id;
     const endpoint = await admin<Endpoint>(h, 'POST', `/accounts/${accountId}/webhooks`, {
-      url: receiverUrl,
+      url: receiver.url,
       event_types: ['key.revoked', 'key.rotated', 'key.expiring'],
       expiring_within_days: 3,
     });
