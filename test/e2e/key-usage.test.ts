@@ -279,6 +279,9 @@ describe('usage per key', () => {
     expect(lastYear.status).toBe(200);
     expect(lastYear.body).toMatchObject({ period: { start: '2025-02-01T00:00:00.000Z' }, data: [] });
 
+    for (const path of ['/accounts/acct_unknown/usage/keys', '/accounts/acct_unknown/usage/keys/daily']) {
+      expect((await admin(h, 'GET', path)).status).toBe(404);
+    }
     const other = await admin<{ id: string }>(h, 'POST', '/accounts', { name: 'other', plan: 'pro' });
     const adminKey = await admin<{ key: string }>(h, 'POST', `/accounts/${other.body.id}/admin-keys`, { name: 'a' });
     const hidden = await fetch(`${h.adminUrl}/admin/v1/accounts/${account.body.id}/usage/keys`, {

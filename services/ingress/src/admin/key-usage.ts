@@ -91,7 +91,9 @@ export function mountKeyUsageRoutes(router: express.Router, options: AdminRoutes
     if (!window.ok) return window;
     const wanted = format(request.query);
     if (!wanted.ok) return wanted;
-    const keys = await auth.listKeys({ accountId });
+    // An unknown account is 404, as on every other route, rather than a month of nothing.
+    const [account, keys] = await Promise.all([auth.getAccount({ id: accountId }), auth.listKeys({ accountId })]);
+    if (!account.ok) return account;
     if (!keys.ok) return keys;
     const known = new Map<string, authv1.ApiKey>(keys.value.keys.map((key) => [key.id, key]));
     const named = (keyId: string) => {

@@ -96,6 +96,8 @@ export function mountWebhookRoutes(router: express.Router, options: AdminRoutesO
       const accountId = String(request.params.id);
       const allowed = requireAccount(principal, accountId);
       if (!allowed.ok) return allowed;
+      const account = await options.clients.auth.getAccount({ id: accountId });
+      if (!account.ok) return account;
       const listed = await webhooks.listEndpoints({ accountId });
       return listed.ok ? json({ data: listed.value.endpoints.map(endpointResource) }) : listed;
     }),
