@@ -56,19 +56,26 @@ const createEndpointBody = z.strictObject({
   expiring_within_days: z.number({ error: 'expected 1 to 90' }).int('expected 1 to 90').optional(),
 });
 
+type Webhooks = AdminRoutesOptions['clients']['webhooks'];
+
+/** An endpoint the caller may see, or 404 for one of another account. */
+async function visibleEndpoint(webhooks: Webhooks, principal: Principal, endpointId: string) {
+  const found = await webhooks.getEndpoint({ endpointId });
+  if (!found.ok) return found;
+  const endpoint = found.value.endpoint!;
+  const allowed = requireAccount(principal, endpoint.accountId, 'webhook endpoint');
+  return allowed.ok ? ok(endpoint) : allowed;
+}
+
 /** An account's webhook endpoints, their secrets and delivery log (docs/admin-api.md); metering decides. */
 export function mountWebhookRoutes(router: express.Router, options: AdminRoutesOptions): void {
+  mountEndpointRoutes(router, options);
+  mountDeliveryRoutes(router, options);
+}
+
+function mountEndpointRoutes(router: express.Router, options: AdminRoutesOptions): void {
   const route = adminRoute(options);
   const { webhooks } = options.clients;
-
-  /** An endpoint the caller may see, or 404 for one of another account. */
-  const visibleEndpoint = async (principal: Principal, endpointId: string) => {
-    const found = await webhooks.getEndpoint({ endpointId });
-    if (!found.ok) return found;
-    const endpoint = found.value.endpoint!;
-    const allowed = requireAccount(principal, endpoint.accountId, 'webhook endpoint');
-    return allowed.ok ? ok(endpoint) : allowed;
-  };
 
   router.post(
     '/accounts/:id/webhooks',
@@ -106,7 +113,7 @@ export function mountWebhookRoutes(router: express.Router, options: AdminRoutesO
   router.get(
     '/webhooks/:id',
     route(async (request, principal) => {
-      const endpoint = await visibleEndpoint(principal, String(request.params.id));
+      const endpoint = await visibleEndpoint(webhooks, principal, String(request.params.id));
       return endpoint.ok ? json(endpointResource(endpoint.value)) : endpoint;
     }),
   );
@@ -114,7 +121,7 @@ export function mountWebhookRoutes(router: express.Router, options: AdminRoutesO
   router.delete(
     '/webhooks/:id',
     route(async (request, principal) => {
-      const endpoint = await visibleEndpoint(principal, String(request.params.id));
+      const endpoint = await visibleEndpoint(webhooks, principal, String(request.params.id));
       if (!endpoint.ok) return endpoint;
       const deleted = await webhooks.deleteEndpoint({ endpointId: endpoint.value.id });
       return deleted.ok ? json(endpointResource(deleted.value.endpoint!)) : deleted;
@@ -124,18 +131,23 @@ export function mountWebhookRoutes(router: express.Router, options: AdminRoutesO
   router.post(
     '/webhooks/:id/rotate-secret',
     route(async (request, principal) => {
-      const endpoint = await visibleEndpoint(principal, String(request.params.id));
+      const endpoint = await visibleEndpoint(webhooks, principal, String(request.params.id));
       if (!endpoint.ok) return endpoint;
       const rotated = await webhooks.rotateSecret({ endpointId: endpoint.value.id });
       if (!rotated.ok) return rotated;
       return json({ ...endpointResource(rotated.value.endpoint!), secret: rotated.value.secret });
     }),
   );
+}
+
+function mountDeliveryRoutes(router: express.Router, options: AdminRoutesOptions): void {
+  const route = adminRoute(options);
+  const { webhooks } = options.clients;
 
   router.get(
     '/webhooks/:id/deliveries',
     route(async (request, principal) => {
-      const endpoint = await visibleEndpoint(principal, String(request.params.id));
+      const endpoint = await visibleEndpoint(webhooks, principal, String(request.params.id));
       if (!endpoint.ok) return endpoint;
       const limit = Number(request.query.limit ?? 50);
       const listed = await webhooks.listDeliveries({
@@ -149,7 +161,7 @@ export function mountWebhookRoutes(router: express.Router, options: AdminRoutesO
   router.post(
     '/webhooks/:id/deliveries/:messageId/resend',
     route(async (request, principal) => {
-      const endpoint = await visibleEndpoint(principal, String(request.params.id));
+      const endpoint = await visibleEndpoint(webhooks, principal, String(request.params.id));
       if (!endpoint.ok) return endpoint;
       const resent = await webhooks.resend({
         endpointId: endpoint.value.id,
