@@ -2,22 +2,26 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Account, AdminClient, Residency } from './api';
 import { AdminKeysPanel } from './admin-keys';
 import { AuditPanel } from './audit';
+import { KeyUsagePanel } from './key-usage';
 import { KeysPanel } from './keys';
 import { LimitsPanel } from './limits';
 import { ConfirmDialog, Tabs } from './ui';
 import { UsagePanel } from './usage';
+import { WebhooksPanel } from './webhooks';
 
-type Tab = 'keys' | 'usage' | 'limits' | 'admin-keys' | 'audit';
+type Tab = 'keys' | 'usage' | 'usage-by-key' | 'webhooks' | 'limits' | 'admin-keys' | 'audit';
 
 const tabs: readonly { id: Tab; label: string }[] = [
   { id: 'keys', label: 'Keys' },
   { id: 'usage', label: 'Usage' },
+  { id: 'usage-by-key', label: 'Usage by key' },
+  { id: 'webhooks', label: 'Webhooks' },
   { id: 'limits', label: 'Limits' },
   { id: 'admin-keys', label: 'Admin keys' },
   { id: 'audit', label: 'Audit log' },
 ];
 
-/** One account: its keys, usage, limits, admin keys and audit log. */
+/** One account: its keys, usage (by model and by key), webhooks, limits, admin keys and audit log. */
 export function AccountPage(props: { client: AdminClient; account: Account; operator: boolean; onBack?: () => void }) {
   const { account, client } = props;
   const [tab, setTab] = useState<Tab>('keys');
@@ -41,6 +45,8 @@ export function AccountPage(props: { client: AdminClient; account: Account; oper
       <KeysPanel client={client} accountId={account.id} residencies={residencies} onSecretPending={setSecretPending} />
     ),
     usage: () => <UsagePanel client={client} accountId={account.id} />,
+    'usage-by-key': () => <KeyUsagePanel client={client} accountId={account.id} />,
+    webhooks: () => <WebhooksPanel client={client} accountId={account.id} />,
     limits: () => <LimitsPanel client={client} account={account} operator={props.operator} />,
     'admin-keys': () => (
       <AdminKeysPanel

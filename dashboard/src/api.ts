@@ -243,4 +243,19 @@ export class AdminClient {
   createKey = (key: NewKey) => this.call<CreatedKey>('POST', '/keys', key);
   rotateKey = (id: string) => this.call<CreatedKey>('POST', `/keys/${encodeURIComponent(id)}/rotate`);
   revokeKey = (id: string) => this.call<Key>('POST', `/keys/${encodeURIComponent(id)}/revoke`);
+  /** Any other route, for the panels that keep their own typed calls (usage-api.ts). */
+  request = <T>(method: string, path: string, body?: unknown) => this.call<T>(method, path, body);
+  /** A file the API answers (CSV), as text, with the name it gives it. */
+  download = async (path: string): Promise<{ text: string; filename: string }> => {
+    const response = await fetch(`/admin/v1${path}`, {
+      headers: { authorization: `Bearer ${this.credential}` },
+      cache: 'no-store',
+      credentials: 'omit',
+    });
+    this.onCall(response.status);
+    if (!response.ok)
+      throw new AdminApiError(response.status, 'api_error', `The admin API answered ${response.status}.`, undefined);
+    const disposition = response.headers.get('content-disposition') ?? '';
+    return { text: await response.text(), filename: /filename="([^"]+)"/.exec(disposition)?.[1] ?? 'export.csv' };
+  };
 }

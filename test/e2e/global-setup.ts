@@ -24,6 +24,8 @@ const database = 'gateway_e2e';
 const usageTopic = 'gateway.usage.v1.e2e';
 /** A port range beside the one `make up` uses, so the tests never touch a developer's stack. */
 const portBase = 21_000;
+/** The webhook receiver of the tests: HTTPS on loopback, allow-listed in metering by host:port. */
+const webhookReceiverPort = 21_065;
 
 function required(name: string): string {
   const value = process.env[name];
@@ -56,6 +58,13 @@ export default async function globalSetup(): Promise<void> {
   // that every process (and this setup) presents.
   const authority = await createTestCertificateAuthority(join(state.root, 'tls'), 'gateway e2e CA');
   const grpcTls = { caFile: authority.certFile, ...(await authority.issue('gateway-e2e')) };
+  // The webhook receiver's certificate comes from a CA of its own, which only metering trusts.
+  const webhookAuthority = await createTestCertificateAuthority(join(state.root, 'webhooks-tls'), 'webhook e2e CA');
+  const webhookReceiver = {
+    port: webhookReceiverPort,
+    caFile: webhookAuthority.certFile,
+    ...(await webhookAuthority.issue('webhook-receiver')),
+  };
   try {
     await startServices({
       repoRoot,
@@ -68,7 +77,14 @@ export default async function globalSetup(): Promise<void> {
       consumerGroup: 'gateway-metering-e2e',
       logLevel: 'debug',
       // Requests from 127.0.0.2 play a load balancer; from 127.0.0.1, a client that may spoof headers.
-      ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32' },
+      ingressEnv: { TRUSTED_PROXIES: '127.0.0.2/32', REFUSAL_FLUSH_MS: '500' },
+      meteringEnv: {
+        WEBHOOK_ALLOWED_PRIVATE_TARGETS: `localhost:${webhookReceiverPort}`,
+        WEBHOOK_CA_FILE: webhookReceiver.caFile,
+        WEBHOOK_POLL_MS: '100',
+        WEBHOOK_RETRY_BASE_MS: '300',
+        WEBHOOK_KEY_EXPIRY_SCAN_MS: '500',
+      },
       grpcTls,
     });
   } catch (error) {
@@ -90,6 +106,7 @@ export default async function globalSetup(): Promise<void> {
     usageTopic,
     authAddress,
     grpcTls,
+    webhookReceiver,
     metricsUrls: Object.fromEntries(
       Object.entries(ports.metrics).map(([service, port]) => [service, `http://127.0.0.1:${port}/metrics`]),
     ),

@@ -18,6 +18,8 @@ export interface Harness {
   authAddress: string;
   /** The stack's mutual TLS files: the CA and the certificate every process presents. */
   grpcTls: StackTls;
+  /** Where the webhook receiver of the tests listens (https://localhost:port), and its certificate. */
+  webhookReceiver: { port: number; caFile: string; certFile: string; keyFile: string };
   /** Prometheus endpoints by service name. */
   metricsUrls: Record<string, string>;
   logsDir: string;

@@ -52,6 +52,8 @@ export interface StackOptions {
   ingressEnv?: Record<string, string>;
   /** Extra environment for quota, e.g. a short LEASE_TTL_MS in the tests. */
   quotaEnv?: Record<string, string>;
+  /** Extra environment for metering, e.g. the tests' webhook receiver on the allow-list. */
+  meteringEnv?: Record<string, string>;
   /** Mutual TLS between the processes; without it they run plaintext (GRPC_INSECURE=true), as `make up` does. */
   grpcTls?: StackTls;
   /** OTEL_* variables for every service (where traces go); without them the services trace nothing. */
@@ -187,6 +189,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
         USAGE_TOPIC: options.usageTopic,
         CONSUMER_GROUP: options.consumerGroup,
         GATEWAY_CONFIG: options.gatewayConfig,
+        ...options.meteringEnv,
       },
       health: grpcHealth('metering'),
     },

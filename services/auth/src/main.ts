@@ -18,6 +18,7 @@ import { AuditLog } from './audit-log';
 import { AuditStore } from './audit-store';
 import { readAuthConfig } from './config';
 import { VerifiedKeyCache } from './key-cache';
+import { KeyEvents } from './key-events';
 import { KeyFormat } from './key-format';
 import { KeyService } from './keys';
 import { LastUsedRecorder } from './last-used';
@@ -107,7 +108,7 @@ void runOrExit(async () => {
     port: config.GRPC_PORT,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     transport: config.grpcTransport,
-    services: [authService(keys), adminAccessService({ keys, store: accessStore, audit })],
+    services: [authService(keys, new KeyEvents(pool, logger)), adminAccessService({ keys, store: accessStore, audit })],
     onHandlerFailure: logHandlerFailures(logger),
     observeCall: grpcServerMetrics(metrics.registry),
   });

@@ -4,6 +4,7 @@ import type { MessageInitShape } from '@gw/proto';
 import { isConnectionFailure } from '@gw/db';
 import { dependencyUnavailableError, err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import type { KeyEvents } from './key-events';
 import type { KeyService, NewKeyRequest } from './keys';
 import type { AccountRecord, AdminKeyRecord, KeyRecord, LimitOverrides } from './store';
 
@@ -124,7 +125,14 @@ function newKeyRequest(request: authv1.CreateKeyRequest): Result<NewKeyRequest> 
 export const keyStoreUnavailable = (error: unknown) =>
   isConnectionFailure(error) ? dependencyUnavailableError('key store') : undefined;
 
-export function authService(keys: KeyService) {
+/** key.rotated, when the replaced key is one of the new key's account. */
+async function rotatedEvent(keys: KeyService, keyEvents: KeyEvents | undefined, oldKeyId: string, created: KeyRecord) {
+  if (!keyEvents) return;
+  const old = await keys.getKey(oldKeyId);
+  if (old.ok && old.value.accountId === created.accountId) await keyEvents.rotated(oldKeyId, created);
+}
+
+export function authService(keys: KeyService, keyEvents?: KeyEvents) {
   return registration(
     authv1.AuthService,
     {
@@ -187,6 +195,8 @@ export function authService(keys: KeyService) {
         const parsed = newKeyRequest(request);
         if (!parsed.ok) return parsed;
         const created = await keys.createKey(parsed.value);
+        if (created.ok && request.replacesKeyId !== undefined)
+          await rotatedEvent(keys, keyEvents, request.replacesKeyId, created.value.record);
         return created.ok ? ok({ apiKey: keyMessage(created.value.record), key: created.value.key }) : created;
       },
       async listKeys(request) {
@@ -195,6 +205,7 @@ export function authService(keys: KeyService) {
       },
       async revokeKey(request) {
         const revoked = await keys.revokeKey(request.keyId);
+        if (revoked.ok) await keyEvents?.revoked(revoked.value);
         return revoked.ok ? ok({ apiKey: keyMessage(revoked.value) }) : revoked;
       },
     },

@@ -1,6 +1,6 @@
 import { grpcMessageLimitFor } from '@gw/config';
 import { createMultiplexedClient, createServiceClient } from '@gw/grpc';
-import { adminaccessv1, authv1, meteringv1, policyv1, quotav1, routerv1 } from '@gw/proto';
+import { adminaccessv1, authv1, meteringv1, policyv1, quotav1, routerv1, webhooksv1 } from '@gw/proto';
 import type { IngressConfig } from './config';
 
 /** Typed clients of the four services a request passes through. */
@@ -44,6 +44,15 @@ export function createClients(config: IngressConfig) {
       address: config.METERING_ADDRESS,
       callee: 'metering',
       defaultTimeoutMs: timeout,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    // Webhook endpoints and their delivery log, kept by metering (the admin API only). Registering an
+    // endpoint resolves its name, so the call may take longer than a control call.
+    webhooks: createServiceClient(webhooksv1.WebhookService, {
+      address: config.METERING_ADDRESS,
+      callee: 'metering',
+      defaultTimeoutMs: Math.max(timeout, 10_000),
       maxMessageBytes,
       transport: config.grpcTransport,
     }),

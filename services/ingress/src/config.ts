@@ -68,6 +68,8 @@ const schema = z.object({
    * end it at once); also how coarse the key's last-used time can be.
    */
   KEY_CACHE_TTL_MS: env.positiveInt(30_000),
+  /** How often the in-memory counts of refusals per key are sent to metering. */
+  REFUSAL_FLUSH_MS: env.positiveInt(10_000),
   /** Most verified keys remembered. */
   KEY_CACHE_MAX_ENTRIES: env.positiveInt(100_000),
   /**

@@ -32,6 +32,7 @@ import { InFlightRequests } from './in-flight';
 import { leaseReports } from './lease-reports';
 import { LeaseKeeper } from './leases';
 import { readIngressConfig } from './config';
+import { refusalCounts } from './refusal-counts';
 import { sendUsageTraced, traceSettledRequest } from './request-tracing';
 import { createAdminApp, createPublicApp } from './server';
 import { reverifyUntilAnswered } from './reverify';
@@ -114,6 +115,8 @@ void runOrExit(async () => {
     ttlMs: config.KEY_CACHE_TTL_MS,
     maxEntries: config.KEY_CACHE_MAX_ENTRIES,
   });
+  const refusals = refusalCounts(clients, logger, metrics.registry);
+  refusals.start(config.REFUSAL_FLUSH_MS);
   const leaseReporter = leaseReports(logger, metrics.registry);
   const leases = new LeaseKeeper(
     { renew: (ref) => clients.quota.renew(ref), release: (request) => clients.quota.release(request) },
@@ -154,7 +157,7 @@ void runOrExit(async () => {
     createPublicApp(
       {
         clients,
-        keys,
+        keys: refusals.watch(keys),
         authorize: authorizeLocallyOrWithPolicy(
           catalogueFollower,
           clients.policy,
@@ -209,6 +212,7 @@ void runOrExit(async () => {
         rateLimitHeaderPrefix: config.RATE_LIMIT_HEADER_PREFIX,
         metrics: edgeMetrics,
         logger,
+        refusals,
       },
     ),
     receiveBounds,
@@ -250,7 +254,7 @@ void runOrExit(async () => {
     await closed;
     clearInterval(idleSweep);
     clearTimeout(cutOff);
-    await publisher.disconnect();
+    await Promise.all([publisher.disconnect(), refusals.stop()]);
     await revocations.close();
     leases.close();
     await bodyChecks.close();

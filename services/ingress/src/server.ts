@@ -25,6 +25,7 @@ import type { CallerRequest, GatewayDeps, ResponseSink } from './pipeline/types'
 import { handleGetModel, handleListModels } from './models';
 import { rateLimitHeaders } from './rate-limit';
 import { requestTraceContext, traceRequests } from './request-tracing';
+import type { RefusalCounts } from './refusal-counts';
 import { handleUsage, usageReportJson } from './usage-report';
 import { pingFrame, sseFrame } from './sse';
 
@@ -45,6 +46,8 @@ export interface PublicAppOptions {
   trustedProxies: readonly string[];
   metrics: EdgeMetrics;
   logger: Logger;
+  /** Counts each refusal against the key its request was verified as (usage per key). */
+  refusals?: Pick<RefusalCounts, 'refused'>;
 }
 
 const protocolHeaderNames = ['anthropic-version', 'anthropic-beta'];
@@ -151,7 +154,7 @@ const clientClosedStatus = 499;
 const clientClosedType = 'client_closed';
 
 /** Counts and times every public request at the edge, however it ends: answered, refused, or the client gone. */
-function observeRequests(metrics: EdgeMetrics) {
+function observeRequests(metrics: EdgeMetrics, refusals: PublicAppOptions['refusals']) {
   return (request: Request, response: Response, next: NextFunction) => {
     const route = routeOf(request.path);
     const startedAt = performance.now();
@@ -159,6 +162,7 @@ function observeRequests(metrics: EdgeMetrics) {
     response.once('close', () => {
       const error = response.locals.error as GatewayError | undefined;
       if (error) metrics.refused(error);
+      if (error) refusals?.refused(response.locals.caller as CallerRequest | undefined, error);
       metrics.requestFinished({
         route,
         method: request.method,
@@ -217,7 +221,8 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
     const value = request.headers[name];
     if (value !== undefined) protocolHeaders[name] = Array.isArray(value) ? value.join(',') : value;
   }
-  return {
+  // Kept for the refusal counts, which look up the key it was verified as when the response ends.
+  const caller: CallerRequest = {
     requestId: requestIdOf(response),
     traceContext: requestTraceContext(response),
     presentedKey: presentedKey(request.headers.authorization, request.headers['x-api-key']),
@@ -238,6 +243,8 @@ function callerRequest(request: Request, response: Response, options: PublicAppO
     query: queryOf(request.originalUrl),
     signal: disconnected.signal,
   };
+  response.locals.caller = caller;
+  return caller;
 }
 
 /**
@@ -298,7 +305,7 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
   });
   app.get('/readyz', readiness(options.ready));
   app.use(traceRequests(options.trustedProxies));
-  app.use(observeRequests(options.metrics));
+  app.use(observeRequests(options.metrics, options.refusals));
   app.use(credentialsPrecheck(options));
 
   app.post('/v1/messages', bodyPrecheck(options), (request: Request, response: Response) => {

@@ -26,6 +26,30 @@ const schema = z.object({
   CONSUMER_SESSION_TIMEOUT_MS: env.positiveInt(6_000),
   /** The gateway YAML: model and overage prices, read once at start. */
   GATEWAY_CONFIG: z.string({ error: 'expected the path of the gateway YAML file' }).min(1),
+  /**
+   * host:port pairs of webhook endpoints that may resolve to a private, loopback or link-local address
+   * (a receiver inside the operator's network, or the tests' own). Every other such endpoint is refused.
+   */
+  WEBHOOK_ALLOWED_PRIVATE_TARGETS: env
+    .list('')
+    .refine((entries) => entries.every((entry) => /^[^\s:/]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(entry)), {
+      message: 'expected a comma-separated list of host:port',
+    }),
+  /** A PEM file of certificate authorities trusted for webhook endpoints beside the system's (a private CA). */
+  WEBHOOK_CA_FILE: z.string().min(1).optional(),
+  /** How often the dispatcher looks for due deliveries. */
+  WEBHOOK_POLL_MS: env.positiveInt(1_000),
+  /** First retry after this; each next one after twice as long, up to WEBHOOK_RETRY_MAX_MS. */
+  WEBHOOK_RETRY_BASE_MS: env.positiveInt(5_000),
+  WEBHOOK_RETRY_MAX_MS: env.positiveInt(3_600_000),
+  /** A message is retried until this long after it was written (or resent). */
+  WEBHOOK_RETRY_WINDOW_MS: env.positiveInt(86_400_000),
+  /** One delivery attempt: connection, TLS, and the answer's status line. */
+  WEBHOOK_TIMEOUT_MS: env.positiveInt(10_000),
+  /** How often the dispatcher looks for keys about to expire (key.expiring). */
+  WEBHOOK_KEY_EXPIRY_SCAN_MS: env.positiveInt(60_000),
+  /** Deliveries in flight at once. */
+  WEBHOOK_CONCURRENCY: env.positiveInt(8),
 });
 
 export type MeteringConfig = z.infer<typeof schema> & {

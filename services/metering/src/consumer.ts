@@ -9,12 +9,15 @@ import type { PriceList } from './pricing';
 import { decodeUsageRow } from './usage-rows';
 import type { UsageRow } from './usage-rows';
 import { recordUsage } from './usage-store';
+import type { UsageAlerts } from './webhooks/usage-alerts';
 
 export interface UsageConsumerDeps {
   pool: Pool;
   logger: Logger;
   metrics: MeteringMetrics;
   prices: PriceList;
+  /** Writes the webhook events a chunk raises (thresholds, ceiling) in the chunk's transaction. */
+  alerts?: UsageAlerts;
 }
 
 const tracer = trace.getTracer('@gw/metering');
@@ -100,7 +103,7 @@ function storeUsageChunk(
         'usage message skipped',
       );
     }
-    const recorded = await recordUsage(deps.pool, deps.prices, { rows });
+    const recorded = await recordUsage(deps.pool, deps.prices, { rows }, deps.alerts);
     stopTimer();
     deps.metrics.consumerLag.set(
       { partition: String(chunk.partition) },

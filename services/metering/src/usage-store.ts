@@ -4,6 +4,7 @@ import type { Pool, PoolClient } from '@gw/db';
 import { formatGbp, priceEvent } from './pricing';
 import type { PriceList, UnpricedReason } from './pricing';
 import { aggregateRows, firstOfEachEvent } from './usage-rows';
+import type { PeriodMovement, UsageAlerts } from './webhooks/usage-alerts';
 import type { AggregateDelta, PricedRow, UsageRow } from './usage-rows';
 
 /** Rows decoded from consecutive messages of one partition. */
@@ -132,7 +133,7 @@ async function addToAggregates(client: PoolClient, deltas: readonly AggregateDel
   ]);
 }
 
-type PricedChunkRow = PricedRow & { unpriced?: UnpricedReason };
+type PricedChunkRow = PricedRow & { unpriced?: UnpricedReason; billableBefore: bigint };
 
 const periodKey = (row: UsageRow) => JSON.stringify([row.accountId, row.periodStart]);
 
@@ -185,8 +186,37 @@ async function priceNewRows(
       const total = before.get(key) ?? 0n;
       const price = priceEvent(prices, row, total);
       if (row.environment === 'live') before.set(key, total + row.billableTokens);
-      return { ...row, costGbp: price.costGbp, overageTokens: price.overageTokens, unpriced: price.unpriced };
+      return {
+        ...row,
+        costGbp: price.costGbp,
+        overageTokens: price.overageTokens,
+        unpriced: price.unpriced,
+        billableBefore: total,
+      };
     });
+}
+
+/** How each account's live period total moved with the chunk's new rows (in order, under the period locks). */
+export function periodMovements(rows: readonly PricedChunkRow[]): PeriodMovement[] {
+  const movements = new Map<string, PeriodMovement>();
+  for (const row of rows) {
+    if (row.environment !== 'live') continue;
+    const key = periodKey(row);
+    const after = row.billableBefore + row.billableTokens;
+    const known = movements.get(key);
+    if (known) Object.assign(known, { after, allowanceTokens: row.allowanceTokens, plan: row.plan });
+    else {
+      movements.set(key, {
+        accountId: row.accountId,
+        periodStart: row.periodStart,
+        before: row.billableBefore,
+        after,
+        allowanceTokens: row.allowanceTokens,
+        plan: row.plan,
+      });
+    }
+  }
+  return [...movements.values()];
 }
 
 function unpricedEvents(rows: readonly PricedChunkRow[]): UnpricedEvent[] {
@@ -200,7 +230,12 @@ function unpricedEvents(rows: readonly PricedChunkRow[]): UnpricedEvent[] {
  * aggregates of exactly those events. A redelivered event changes nothing: its id is stored already
  * (the consumer's offsets live in Kafka, committed after this transaction).
  */
-export async function recordUsage(pool: Pool, prices: PriceList, usage: ConsumedUsage): Promise<RecordedUsage> {
+export async function recordUsage(
+  pool: Pool,
+  prices: PriceList,
+  usage: ConsumedUsage,
+  alerts?: UsageAlerts,
+): Promise<RecordedUsage> {
   const rows = firstOfEachEvent(usage.rows);
   return inTransaction(pool, async (client) => {
     const priced = await priceNewRows(client, prices, rows);
@@ -211,6 +246,8 @@ export async function recordUsage(pool: Pool, prices: PriceList, usage: Consumed
       throw new Error('usage events were stored concurrently; the chunk is retried');
     }
     await addToAggregates(client, aggregateRows(priced));
+    // The alerts these events raise commit with them, or not at all.
+    if (alerts) await alerts.write(client, periodMovements(priced));
     return {
       written: insertedIds.size,
       duplicates: usage.rows.length - insertedIds.size,

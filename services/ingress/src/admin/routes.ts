@@ -19,6 +19,8 @@ import { authenticatePrincipal, requireAccount, requireOperator, requireWriteAcc
 import type { Principal } from './principal';
 import { answer } from './route-kit';
 import type { AuditNote, Handler, RouteKit } from './route-kit';
+import { mountKeyUsageRoutes } from './key-usage';
+import { mountWebhookRoutes } from './webhooks';
 import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody, setLimitsBody } from './requests';
 import {
   accountResource,
@@ -466,6 +468,8 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
   registerKeyEditRoutes(kit);
   registerAuditRoutes(kit);
   registerLimitsRoutes(kit);
+  mountKeyUsageRoutes(router, options);
+  mountWebhookRoutes(router, options);
 
   // The path is caller text: cut in the message like any other echoed value.
   router.use((request: Request, response: Response) => {
