@@ -61,6 +61,39 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
       key: {{ index .root.Values.secrets.keys .key }}
 {{- end }}
 
+{{/*
+Kafka connection of every Kafka client (ingress, metering, the topic Job); takes (dict "root" $).
+Settings of the connection itself (brokers, and whatever else reaching Kafka needs) belong here, so that
+every client gets them alike.
+*/}}
+{{- define "gateway.kafkaEnv" -}}
+{{ include "gateway.secretEnv" (dict "root" .root "name" "KAFKA_BROKERS" "key" "kafkaBrokers") }}
+- name: USAGE_TOPIC
+  value: {{ .root.Values.kafka.usageTopic | quote }}
+{{- end }}
+
+{{/*
+Graceful stop of a pod whose service has `shutdown` values (ingress, router); takes (dict "root" $ "service"
+name "extraSeconds" n). The preStop pause comes first: the pod has left its Services' endpoints (a terminating
+pod is not ready) and balancers catch up while it still serves. Then SIGTERM: the process answers not ready,
+takes no new connection or call, and lets what runs finish for up to `graceSeconds`; `extraSeconds` is
+what the process still needs after that (ingress: delivering its usage spool), plus a margin to exit.
+*/}}
+{{- define "gateway.gracefulStop" -}}
+{{- $shutdown := (index .root.Values .service).shutdown }}
+terminationGracePeriodSeconds: {{ add $shutdown.preStopSeconds $shutdown.graceSeconds .extraSeconds 10 }}
+{{- end }}
+
+{{- define "gateway.preStop" -}}
+{{- $shutdown := (index .root.Values .service).shutdown }}
+{{- if gt (int $shutdown.preStopSeconds) 0 }}
+lifecycle:
+  preStop:
+    sleep:
+      seconds: {{ $shutdown.preStopSeconds }}
+{{- end }}
+{{- end }}
+
 {{/* Environment shared by every service; takes (dict "root" $ "service" name). */}}
 {{- define "gateway.commonEnv" -}}
 - name: LOG_LEVEL

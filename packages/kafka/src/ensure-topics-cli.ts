@@ -1,7 +1,8 @@
 import { createKafka } from './client';
-import { ensureTopics, gatewayTopics } from './topics';
+import { ensureTopics, usageTopic, usageTopicPartitions } from './topics';
 
-// Used by deploy/local/infra.sh: creates the gateway's topics on KAFKA_BROKERS (comma list).
+// Used by deploy/local/infra.sh and the chart's topic Job: creates the usage topic (USAGE_TOPIC, else the
+// gateway's default name) on KAFKA_BROKERS (comma list), or checks the partition count of the one there.
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092')
   .split(',')
   .map((broker) => broker.trim())
@@ -15,7 +16,9 @@ const kafka = createKafka({
   },
 });
 
-ensureTopics(kafka, gatewayTopics).then(
+const topic = process.env.USAGE_TOPIC?.trim() || usageTopic;
+
+ensureTopics(kafka, [{ topic, numPartitions: usageTopicPartitions }]).then(
   (states) => {
     for (const { topic, partitions, change } of states) {
       process.stdout.write(`topic ${topic}: ${partitions} partitions${change === 'none' ? '' : ` (${change})`}\n`);

@@ -9,9 +9,6 @@ export interface TopicSpec {
   numPartitions: number;
 }
 
-/** Every topic the gateway uses, as the local stack creates them. */
-export const gatewayTopics: readonly TopicSpec[] = [{ topic: usageTopic, numPartitions: usageTopicPartitions }];
-
 export interface TopicState {
   topic: string;
   partitions: number;
