@@ -526,6 +526,32 @@ describe('graceful stops', () => {
   });
 });
 
+describe('spool sweeper', () => {
+  test('a CronJob with the least rights starts drain Jobs of the ingress image on the Kafka settings of the services', () => {
+    const manifests = render();
+    const role = named(manifests, 'Role', `${prefix}-spool-sweeper`) as unknown as {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    expect(role.rules.flatMap((rule) => rule.verbs).sort()).toEqual(['create', 'get', 'list', 'list']);
+    const cronJob = named(manifests, 'CronJob', `${prefix}-spool-sweeper`) as unknown as {
+      spec: { jobTemplate: { spec: { template: { spec: PodSpec & { serviceAccountName: string } } } } };
+    };
+    const sweeperPod = cronJob.spec.jobTemplate.spec.template.spec;
+    expect(sweeperPod.serviceAccountName).toBe(`${prefix}-spool-sweeper`);
+    expect(sweeperPod.containers[0]!.image).toBe(container(manifests, 'ingress').image);
+    expect(sweeperPod.containers[0]!.securityContext).toMatchObject({ readOnlyRootFilesystem: true });
+
+    const configMap = named(manifests, 'ConfigMap', `${prefix}-spool-sweeper`);
+    const drainJob = JSON.parse(configMap.data!['drain-job.json']!) as { spec: { template: { spec: PodSpec } } };
+    const drain = drainJob.spec.template.spec.containers[0]!;
+    const env = new Map(drain.env.map((variable) => [variable.name, variable]));
+    const ingressEnv = envOf(manifests, 'ingress');
+    for (const name of ['KAFKA_BROKERS', 'USAGE_TOPIC']) expect(env.get(name)).toEqual(ingressEnv.get(name));
+    expect(drain.volumeMounts.find((mount) => mount.name === 'usage-spool')?.mountPath).toBe('/var/lib/gateway/spool');
+    expect(ofKind(render('--set', 'ingress.spoolSweeper.enabled=false'), 'CronJob')).toEqual([]);
+  });
+});
+
 describe('Kafka usage topic', () => {
   test('a hook Job creates or checks the topic with the connection settings of the services', () => {
     const manifests = render(...devValues);

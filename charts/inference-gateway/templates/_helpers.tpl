@@ -216,3 +216,64 @@ topologySpreadConstraints:
   {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The Job the spool sweeper starts for a spool volume no ingress pod serves; takes (dict "root" $ "ctx" ctx).
+The sweeper names it and sets the claim of its `usage-spool` volume.
+*/}}
+{{- define "gateway.spoolDrainJob" -}}
+{{- $values := .root.Values.ingress.spoolSweeper }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  labels:
+    {{- include "gateway.labels" .ctx | nindent 4 }}
+spec:
+  backoffLimit: 4
+  ttlSecondsAfterFinished: {{ $values.drainJobTtlSeconds }}
+  activeDeadlineSeconds: {{ add $values.drainSeconds 300 }}
+  template:
+    metadata:
+      labels:
+        {{- include "gateway.labels" .ctx | nindent 8 }}
+    spec:
+      restartPolicy: Never
+      automountServiceAccountToken: false
+      securityContext:
+        {{- include "gateway.podSecurityContext" .ctx | nindent 8 }}
+      {{- with .root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- range . }}
+        - name: {{ . }}
+        {{- end }}
+      {{- end }}
+      containers:
+        - name: drain
+          image: {{ include "gateway.image" (dict "root" .root "image" .root.Values.ingress.image) }}
+          imagePullPolicy: {{ .root.Values.imagePullPolicy }}
+          command: [node, dist/drain-spool.js]
+          securityContext:
+            {{- include "gateway.containerSecurityContext" .ctx | nindent 12 }}
+          env:
+            - name: LOG_LEVEL
+              value: {{ .root.Values.logLevel | quote }}
+            {{- include "gateway.kafkaEnv" .ctx | nindent 12 }}
+            - name: USAGE_SPOOL_DIR
+              value: /var/lib/gateway/spool
+            - name: USAGE_SPOOL_DRAIN_MS
+              value: {{ mul $values.drainSeconds 1000 | quote }}
+          resources:
+            {{- toYaml $values.resources | nindent 12 }}
+          volumeMounts:
+            - name: usage-spool
+              mountPath: /var/lib/gateway/spool
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        - name: usage-spool
+          persistentVolumeClaim:
+            claimName: set-by-the-sweeper
+        - name: tmp
+          emptyDir:
+            sizeLimit: 16Mi
+{{- end }}
