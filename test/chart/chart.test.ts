@@ -491,10 +491,11 @@ describe('graceful stops', () => {
     expect(podSpec(workload(manifests, 'router')).terminationGracePeriodSeconds).toBe(5 + 300 + 10);
     expect(container(manifests, 'router').lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
     expect(envOf(manifests, 'router').get('SHUTDOWN_GRACE_MS')?.value).toBe('300000');
-    // Unary calls only: the Kubernetes default of 30 s is plenty.
+    // Unary calls only: the Kubernetes default of 30 s is plenty; the pause before SIGTERM is the same.
     for (const service of ['auth', 'policy', 'quota', 'metering']) {
       expect(podSpec(workload(manifests, service)).terminationGracePeriodSeconds).toBeUndefined();
       expect(envOf(manifests, service).has('SHUTDOWN_GRACE_MS')).toBe(false);
+      expect(container(manifests, service).lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
     }
   });
 

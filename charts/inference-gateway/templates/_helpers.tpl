@@ -73,15 +73,17 @@ every client gets them alike.
 {{- end }}
 
 {{/*
-Graceful stop of a pod whose service has `shutdown` values (ingress, router); takes (dict "root" $ "service"
-name "extraSeconds" n). The preStop pause comes first: the pod has left its Services' endpoints (a terminating
+Graceful stop of a pod whose service has `shutdown` values; takes (dict "root" $ "service" name "extraSeconds"
+n). Services with long calls (ingress, router) set `graceSeconds`; the others keep Kubernetes's 30 s. The preStop pause comes first: the pod has left its Services' endpoints (a terminating
 pod is not ready) and balancers catch up while it still serves. Then SIGTERM: the process answers not ready,
 takes no new connection or call, and lets what runs finish for up to `graceSeconds`; `extraSeconds` is
 what the process still needs after that (ingress: delivering its usage spool), plus a margin to exit.
 */}}
 {{- define "gateway.gracefulStop" -}}
 {{- $shutdown := (index .root.Values .service).shutdown }}
+{{- if $shutdown.graceSeconds }}
 terminationGracePeriodSeconds: {{ add $shutdown.preStopSeconds $shutdown.graceSeconds .extraSeconds 10 }}
+{{- end }}
 {{- end }}
 
 {{- define "gateway.preStop" -}}
