@@ -124,6 +124,8 @@ async function testKey(name: string): Promise<{ accountId: string; key: string }
 
 /** 503 answers seen by the SDK clients (retryable: the official SDKs try them again by default). */
 let overloadedAnswers = 0;
+/** Connections that failed (refused, reset) under the SDK clients, which the SDK's retries would hide. */
+let connectionFailures = 0;
 
 /** The official SDK; `maxRetries` 0 unless the SDK's own retry policy (2) is what the step measures. */
 function sdk(key: string, maxRetries = 0): Anthropic {
@@ -133,7 +135,10 @@ function sdk(key: string, maxRetries = 0): Anthropic {
     maxRetries,
     timeout: 120_000,
     fetch: async (url, init) => {
-      const response = await fetchOverNewConnection(url, init);
+      const response = await fetchOverNewConnection(url, init).catch((error: unknown) => {
+        connectionFailures += 1;
+        throw error;
+      });
       if (response.status === 503) overloadedAnswers += 1;
       return response;
     },
@@ -354,6 +359,7 @@ describe('the chart on a real node', () => {
     // cut once started, or a connection refused, is a failure whatever the retries.
     const client = sdk(key, 2);
     const overloadedBefore = overloadedAnswers;
+    const connectionFailuresBefore = connectionFailures;
     const selector = `app.kubernetes.io/instance=${release}`;
     const before = new Map((await pods(namespace, selector)).map((pod) => [pod.metadata.uid, pod.metadata.name]));
     /** When each pod was first seen terminating. */
@@ -423,12 +429,14 @@ describe('the chart on a real node', () => {
     });
     print(
       `node: rolling upgrade in ${seconds(upgradeMs)}: ${streams.length} streams, ${failed.length} failed, ` +
-        `${overloadedAnswers - overloadedBefore} admissions answered 503 and retried by the SDK ` +
+        `${overloadedAnswers - overloadedBefore} admissions answered 503 and retried by the SDK, ` +
+        `${connectionFailures - connectionFailuresBefore} connections failed ` +
         `${JSON.stringify(failed.slice(0, 5))}; open streams when each old pod began terminating: ` +
         spans.map((span) => `${span.name} ${span.spanning}`).join(', '),
     );
     expect(survivors).toEqual([]);
     expect(failed).toEqual([]);
+    expect(connectionFailures - connectionFailuresBefore).toBe(0);
     for (const span of spans.filter((each) => /-(ingress|router)-/.test(each.name))) {
       expect({ pod: span.name, spanning: span.spanning > 0 }).toEqual({ pod: span.name, spanning: true });
     }
