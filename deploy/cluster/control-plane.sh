@@ -96,7 +96,13 @@ up() {
   mkdir -p "$STATE/run" "$STATE/logs" "$STATE/pki" "$STATE/etcd"
 
   # Credentials: a service-account signing key and one static token of a cluster administrator, used by
-  # the test and every component. The API server makes its own self-signed serving certificate.
+  # the test and every component. The API server's serving certificate also names the in-cluster Service
+  # (10.96.0.1, kubernetes.default.svc) and is the cluster's root CA, so that pods on a real node
+  # (deploy/node/node.sh) can verify it through the kube-root-ca.crt ConfigMap of their namespace.
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kube-apiserver \
+    -keyout "$STATE/pki/apiserver.key" -out "$STATE/pki/apiserver.crt" \
+    -addext "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
+    2>/dev/null
   openssl genrsa -out "$STATE/pki/service-account.key" 2048 2>/dev/null
   openssl rsa -in "$STATE/pki/service-account.key" -pubout -out "$STATE/pki/service-account.pub" 2>/dev/null
   local token
@@ -131,7 +137,8 @@ EOF
 
   start_component kube-apiserver "$bin_dir/kube-apiserver" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
-    --cert-dir "$STATE/pki/apiserver" \
+    --tls-cert-file "$STATE/pki/apiserver.crt" --tls-private-key-file "$STATE/pki/apiserver.key" \
+    --kubelet-preferred-address-types Hostname,InternalIP \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --token-auth-file "$STATE/pki/tokens.csv" --authorization-mode RBAC \
     --service-account-issuer https://kubernetes.default.svc \
@@ -147,7 +154,7 @@ EOF
     --authorization-kubeconfig "$STATE/kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" --cert-dir "$STATE/pki/controller-manager" \
     --leader-elect=false --use-service-account-credentials=false --profiling=false \
-    --service-account-private-key-file "$STATE/pki/service-account.key" \
+    --service-account-private-key-file "$STATE/pki/service-account.key" --root-ca-file "$STATE/pki/apiserver.crt" \
     --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route'
   start_component kube-scheduler "$bin_dir/kube-scheduler" \
     --kubeconfig "$STATE/kubeconfig" --authentication-kubeconfig "$STATE/kubeconfig" \

@@ -4,8 +4,10 @@
 # dev PostgreSQL, Redis and Kafka in the cluster (deploy/kind/dev-infra.yaml), creates the Secret the chart
 # names, and installs or upgrades the chart with values-dev.yaml and deploy/kind/values.yaml.
 #
-# Needs docker, kind and kubectl on PATH; helm comes from deploy/install-helm.sh. kind's node image is
-# pulled from Docker Hub, which is why this is not part of `make test` on machines without it.
+# Needs kind, kubectl and podman (the images are podman's) on PATH, and Docker or podman for kind's node
+# (without docker, kind runs on podman: KIND_EXPERIMENTAL_PROVIDER=podman); helm comes from
+# deploy/install-helm.sh. kind's node image is pulled from Docker Hub, which is why this is not part of
+# `make test` on machines without it. The chart's topic Job creates the usage topic in the dev Kafka.
 #
 # Environment (defaults):
 #   KIND_CLUSTER        inference-gateway
@@ -25,9 +27,13 @@ die() {
   exit 1
 }
 
-for tool in docker kind kubectl podman; do
+for tool in kind kubectl podman; do
   command -v "$tool" >/dev/null || die "$tool is needed (see docs/deployment.md)"
 done
+if ! command -v docker >/dev/null; then
+  log "no docker: kind runs its node on podman"
+  export KIND_EXPERIMENTAL_PROVIDER=podman
+fi
 helm="$(bash deploy/install-helm.sh)"
 version="$(sed -n "s/^appVersion: *['\"]\{0,1\}\([^'\"]*\)['\"]\{0,1\}$/\1/p" charts/inference-gateway/Chart.yaml)"
 readonly TAG="${IMAGE_TAG:-$version}"
@@ -70,6 +76,7 @@ fi
   -f charts/inference-gateway/values-dev.yaml -f deploy/kind/values.yaml \
   --set-string "ingress.image.tag=$TAG,auth.image.tag=$TAG,policy.image.tag=$TAG,quota.image.tag=$TAG" \
   --set-string "router.image.tag=$TAG,metering.image.tag=$TAG,migrations.image.tag=$TAG" \
+  --set-string "kafka.topicJob.image.tag=$TAG" \
   --wait --timeout 10m
 
 cat >&2 <<EOT

@@ -39,7 +39,7 @@ export const chaosInfraPorts: InfraPorts = {
 };
 
 export type InfraComponent = 'postgres' | 'kafka' | 'redis';
-export type ServiceName = 'metering' | 'ingress';
+export type ServiceName = 'metering' | 'ingress' | 'router';
 
 export interface ChaosStack {
   options: StackOptions;
@@ -63,7 +63,7 @@ function alive(pid: number): boolean {
   }
 }
 
-async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {
+export async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (alive(pid)) {
     if (Date.now() > deadline) return false;

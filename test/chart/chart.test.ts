@@ -56,12 +56,14 @@ interface Container {
   startupProbe?: Probe;
   livenessProbe?: Probe;
   readinessProbe?: Probe;
+  lifecycle?: { preStop?: { sleep?: { seconds: number } } };
   volumeMounts: { name: string; mountPath: string }[];
   resources: { limits: { memory: string } };
 }
 
 interface PodSpec {
   containers: Container[];
+  terminationGracePeriodSeconds?: number;
   securityContext: { runAsNonRoot: boolean; seccompProfile: { type: string } };
   topologySpreadConstraints?: { topologyKey: string }[];
   volumes: { name: string; secret?: { secretName: string } }[];
@@ -87,6 +89,13 @@ interface Manifest {
     template?: { metadata: { annotations?: Record<string, string> }; spec: PodSpec };
     volumeClaimTemplates?: { metadata: { name: string } }[];
     scaleTargetRef?: { kind: string; name: string };
+    behavior?: {
+      scaleDown: {
+        stabilizationWindowSeconds: number;
+        policies: { type: string; value: number; periodSeconds: number }[];
+      };
+    };
+    backoffLimit?: number;
     ingress?: NetworkPolicyRule[];
     dnsNames?: string[];
     secretName?: string;
@@ -267,7 +276,8 @@ describe('pod security and placement', () => {
     'every pod runs non-root, read-only, unprivileged, seccomp RuntimeDefault, no capability (%s)',
     (_name, args) => {
       const templates = podTemplates(render(...args));
-      expect(templates).toHaveLength(7);
+      // Six services, the migrations Job and the topic Job.
+      expect(templates).toHaveLength(8);
       for (const manifest of templates) {
         const spec = podSpec(manifest);
         expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
@@ -393,7 +403,9 @@ describe('secrets by reference only', () => {
     expect(podSpec(job).containers.map((each) => each.env)).toEqual([
       [{ name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'inference-gateway', key: 'DATABASE_URL' } } }],
     ]);
-    expect(ofKind(render('--set', 'migrations.enabled=false'), 'Job')).toEqual([]);
+    expect(
+      ofKind(render('--set', 'migrations.enabled=false'), 'Job').map((manifest) => manifest.metadata.name),
+    ).toEqual([`${prefix}-kafka-topics`]);
   });
 });
 
@@ -465,6 +477,95 @@ describe('autoscaling and disruption budgets', () => {
     );
     expect(names).not.toContain(`${prefix}-router`);
     expect(names).toHaveLength(5);
+  });
+});
+
+describe('graceful stops', () => {
+  test('ingress and router pause before SIGTERM and have the grace their streams and the spool need', () => {
+    const manifests = render();
+    const ingress = podSpec(workload(manifests, 'ingress'));
+    expect(ingress.terminationGracePeriodSeconds).toBe(5 + 300 + 60 + 10);
+    expect(container(manifests, 'ingress').lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
+    expect(envOf(manifests, 'ingress').get('SHUTDOWN_GRACE_MS')?.value).toBe('300000');
+    expect(envOf(manifests, 'ingress').get('USAGE_SPOOL_DRAIN_MS')?.value).toBe('60000');
+    expect(podSpec(workload(manifests, 'router')).terminationGracePeriodSeconds).toBe(5 + 300 + 10);
+    expect(container(manifests, 'router').lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
+    expect(envOf(manifests, 'router').get('SHUTDOWN_GRACE_MS')?.value).toBe('300000');
+    // Unary calls only: the Kubernetes default of 30 s is plenty; the pause before SIGTERM is the same.
+    for (const service of ['auth', 'policy', 'quota', 'metering']) {
+      expect(podSpec(workload(manifests, service)).terminationGracePeriodSeconds).toBeUndefined();
+      expect(envOf(manifests, service).has('SHUTDOWN_GRACE_MS')).toBe(false);
+      expect(container(manifests, service).lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
+    }
+  });
+
+  test('the graces are set per service, and a zero pause leaves no preStop', () => {
+    const manifests = render(
+      '--set',
+      'router.shutdown.graceSeconds=900',
+      '--set',
+      'ingress.shutdown.preStopSeconds=0',
+      '--set',
+      'ingress.spool.drainOnStopSeconds=0',
+    );
+    expect(envOf(manifests, 'router').get('SHUTDOWN_GRACE_MS')?.value).toBe('900000');
+    expect(podSpec(workload(manifests, 'router')).terminationGracePeriodSeconds).toBe(915);
+    expect(container(manifests, 'ingress').lifecycle).toBeUndefined();
+    expect(podSpec(workload(manifests, 'ingress')).terminationGracePeriodSeconds).toBe(310);
+    expect(envOf(manifests, 'ingress').get('USAGE_SPOOL_DRAIN_MS')?.value).toBe('0');
+  });
+
+  test("ingress's autoscaler scales in one pod at a time, slower than a pod drains", () => {
+    const manifests = render(...productionValues);
+    const hpa = named(manifests, 'HorizontalPodAutoscaler', `${prefix}-ingress`);
+    const grace = podSpec(workload(manifests, 'ingress')).terminationGracePeriodSeconds ?? 0;
+    expect(hpa.spec.behavior?.scaleDown.stabilizationWindowSeconds).toBeGreaterThanOrEqual(600);
+    expect(hpa.spec.behavior?.scaleDown.policies).toEqual([{ type: 'Pods', value: 1, periodSeconds: 600 }]);
+    expect(600).toBeGreaterThan(grace);
+    // The other autoscalers keep Kubernetes's default behaviour.
+    expect(named(manifests, 'HorizontalPodAutoscaler', `${prefix}-router`).spec.behavior).toBeUndefined();
+  });
+});
+
+describe('spool sweeper', () => {
+  test('a CronJob with the least rights starts drain Jobs of the ingress image on the Kafka settings of the services', () => {
+    const manifests = render();
+    const role = named(manifests, 'Role', `${prefix}-spool-sweeper`) as unknown as {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    expect(role.rules.flatMap((rule) => rule.verbs).sort()).toEqual(['create', 'get', 'list', 'list']);
+    const cronJob = named(manifests, 'CronJob', `${prefix}-spool-sweeper`) as unknown as {
+      spec: { jobTemplate: { spec: { template: { spec: PodSpec & { serviceAccountName: string } } } } };
+    };
+    const sweeperPod = cronJob.spec.jobTemplate.spec.template.spec;
+    expect(sweeperPod.serviceAccountName).toBe(`${prefix}-spool-sweeper`);
+    expect(sweeperPod.containers[0]!.image).toBe(container(manifests, 'ingress').image);
+    expect(sweeperPod.containers[0]!.securityContext).toMatchObject({ readOnlyRootFilesystem: true });
+
+    const configMap = named(manifests, 'ConfigMap', `${prefix}-spool-sweeper`);
+    const drainJob = JSON.parse(configMap.data!['drain-job.json']!) as { spec: { template: { spec: PodSpec } } };
+    const drain = drainJob.spec.template.spec.containers[0]!;
+    const env = new Map(drain.env.map((variable) => [variable.name, variable]));
+    const ingressEnv = envOf(manifests, 'ingress');
+    for (const name of ['KAFKA_BROKERS', 'USAGE_TOPIC']) expect(env.get(name)).toEqual(ingressEnv.get(name));
+    expect(drain.volumeMounts.find((mount) => mount.name === 'usage-spool')?.mountPath).toBe('/var/lib/gateway/spool');
+    expect(ofKind(render('--set', 'ingress.spoolSweeper.enabled=false'), 'CronJob')).toEqual([]);
+  });
+});
+
+describe('Kafka usage topic', () => {
+  test('a hook Job creates or checks the topic with the connection settings of the services', () => {
+    const manifests = render(...devValues);
+    const job = named(manifests, 'Job', `${prefix}-kafka-topics`);
+    expect(job.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    const [topicContainer] = podSpec(job).containers;
+    const env = new Map(topicContainer!.env.map((variable) => [variable.name, variable]));
+    const metering = envOf(manifests, 'metering');
+    for (const name of ['KAFKA_BROKERS', 'USAGE_TOPIC']) expect(env.get(name)).toEqual(metering.get(name));
+    expect(topicContainer!.image).toBe(container(manifests, 'metering').image);
+    expect(ofKind(render('--set', 'kafka.topicJob.enabled=false'), 'Job').map((m) => m.metadata.name)).not.toContain(
+      `${prefix}-kafka-topics`,
+    );
   });
 });
 

@@ -112,8 +112,8 @@ describe('as a subchart of an umbrella chart', () => {
     expect(lint.status).toBe(0);
     const manifests = renderChart(dir, []);
     const everyPod = pods(manifests);
-    // Six workloads, the migration Job and the `helm test` Pod.
-    expect(everyPod).toHaveLength(8);
+    // Six workloads, the migration Job, the Kafka topic Job and the `helm test` Pod.
+    expect(everyPod).toHaveLength(9);
     for (const spec of everyPod) {
       expect(spec.imagePullSecrets).toEqual([{ name: 'mirror-credentials' }]);
       for (const each of spec.containers) expect(each.image).toMatch(/^mirror\.example\.com\/inference-gateway\//);
@@ -184,9 +184,11 @@ describe('extension points of every component', () => {
 
   test('a ServiceAccount per component, without an API token; one named instead of created is used as is', () => {
     const manifests = render();
-    expect(ofKind(manifests, 'ServiceAccount').map((each) => each.metadata.name)).toEqual(
-      allServices.map((service) => `${prefix}-${service}`),
-    );
+    // One per component, and the spool sweeper's (the only one that talks to the Kubernetes API).
+    expect(ofKind(manifests, 'ServiceAccount').map((each) => each.metadata.name)).toEqual([
+      ...allServices.map((service) => `${prefix}-${service}`),
+      `${prefix}-spool-sweeper`,
+    ]);
     for (const account of ofKind(manifests, 'ServiceAccount')) expect(account.automountServiceAccountToken).toBe(false);
     for (const service of allServices) {
       expect(podSpec(workload(manifests, service)).automountServiceAccountToken).toBe(false);

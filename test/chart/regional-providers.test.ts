@@ -45,39 +45,35 @@ const routerPod = (manifests: Manifest[]) =>
   )!.spec!.template!.spec;
 
 describe('regional provider credentials', () => {
-  it('by default: no ServiceAccount, no provider variables, the namespace default account', () => {
+  it('by default: no provider variables; the router runs as its own ServiceAccount, without annotations', () => {
     const manifests = render();
-    expect(manifests.filter((manifest) => manifest.kind === 'ServiceAccount')).toEqual([]);
     const pod = routerPod(manifests);
-    expect(pod.serviceAccountName).toBeUndefined();
+    expect(pod.serviceAccountName).toBe('gw-inference-gateway-router');
+    const account = manifests.find(
+      (manifest) => manifest.kind === 'ServiceAccount' && manifest.metadata.name === 'gw-inference-gateway-router',
+    );
+    expect(account?.metadata.annotations).toBeUndefined();
     const names = pod.containers[0]!.env.map((variable) => variable.name);
     expect(names.filter((name) => name.startsWith('AWS_') || name.startsWith('GOOGLE_'))).toEqual([]);
   });
 
-  it('workload identity: an annotated ServiceAccount that only the router uses', () => {
+  it("workload identity: the router's ServiceAccount annotated, and no other", () => {
     const manifests = render(
-      '--set',
-      'regionalProviders.serviceAccount.create=true',
       '--set-string',
-      'regionalProviders.serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::123456789012:role/gw',
+      'router.serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::123456789012:role/gw',
       '--set-string',
-      'regionalProviders.serviceAccount.annotations.iam\\.gke\\.io/gcp-service-account=gw@demo-project.iam.gserviceaccount.com',
+      'router.serviceAccount.annotations.iam\\.gke\\.io/gcp-service-account=gw@demo-project.iam.gserviceaccount.com',
     );
-    const [account, ...others] = manifests.filter((manifest) => manifest.kind === 'ServiceAccount');
-    expect(others).toEqual([]);
-    expect(account!.metadata).toMatchObject({
-      name: 'gw-inference-gateway-router',
-      annotations: {
-        'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/gw',
-        'iam.gke.io/gcp-service-account': 'gw@demo-project.iam.gserviceaccount.com',
-      },
+    const accounts = manifests.filter((manifest) => manifest.kind === 'ServiceAccount');
+    const router = accounts.find((account) => account.metadata.name === 'gw-inference-gateway-router');
+    expect(router!.metadata.annotations).toEqual({
+      'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/gw',
+      'iam.gke.io/gcp-service-account': 'gw@demo-project.iam.gserviceaccount.com',
     });
+    for (const other of accounts.filter((account) => account !== router)) {
+      expect(other.metadata.annotations).toBeUndefined();
+    }
     expect(routerPod(manifests).serviceAccountName).toBe('gw-inference-gateway-router');
-    const otherDeployments = manifests.filter(
-      (manifest) => manifest.kind === 'Deployment' && manifest.metadata.name !== 'gw-inference-gateway-router',
-    );
-    for (const deployment of otherDeployments)
-      expect(deployment.spec!.template!.spec.serviceAccountName).toBeUndefined();
   });
 
   it('existing Secrets: AWS keys by reference and the Google key file mounted', () => {

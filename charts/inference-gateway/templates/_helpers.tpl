@@ -134,6 +134,8 @@ Secret, then TLS and SASL; takes (dict "root" $). Pair with gateway.kafkaVolumeM
 {{- $root := .root }}
 {{- $kafka := .root.Values.kafka }}
 {{- include "gateway.secretEnv" (dict "root" .root "name" "KAFKA_BROKERS" "key" "kafkaBrokers") }}
+- name: USAGE_TOPIC
+  value: {{ $kafka.usageTopic | quote }}
 {{- if $kafka.tls.enabled }}
 - name: KAFKA_TLS
   value: "true"
@@ -181,6 +183,30 @@ Secret, then TLS and SASL; takes (dict "root" $). Pair with gateway.kafkaVolumeM
 - name: kafka-ca
   secret:
     secretName: {{ .root.Values.kafka.tls.caSecret }}
+{{- end }}
+{{- end }}
+
+{{/*
+Graceful stop of a pod whose service has `shutdown` values; takes (dict "root" $ "service" name "extraSeconds"
+n). Services with long calls (ingress, router) set `graceSeconds`; the others keep Kubernetes's 30 s. The preStop pause comes first: the pod has left its Services' endpoints (a terminating
+pod is not ready) and balancers catch up while it still serves. Then SIGTERM: the process answers not ready,
+takes no new connection or call, and lets what runs finish for up to `graceSeconds`; `extraSeconds` is
+what the process still needs after that (ingress: delivering its usage spool), plus a margin to exit.
+*/}}
+{{- define "gateway.gracefulStop" -}}
+{{- $shutdown := (index .root.Values .service).shutdown }}
+{{- if $shutdown.graceSeconds }}
+terminationGracePeriodSeconds: {{ add $shutdown.preStopSeconds $shutdown.graceSeconds .extraSeconds 10 }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.preStop" -}}
+{{- $shutdown := (index .root.Values .service).shutdown }}
+{{- if gt (int $shutdown.preStopSeconds) 0 }}
+lifecycle:
+  preStop:
+    sleep:
+      seconds: {{ $shutdown.preStopSeconds }}
 {{- end }}
 {{- end }}
 
@@ -329,19 +355,6 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 
-{{/* The router's ServiceAccount name: the one given, else `<release>-router` when the chart creates it. */}}
-{{- define "gateway.routerServiceAccountName" -}}
-{{- .Values.regionalProviders.serviceAccount.name | default (printf "%s-router" (include "gateway.fullname" .)) -}}
-{{- end }}
-
-{{/* The router pod's ServiceAccount, when one is created or named (workload identity); nothing otherwise. */}}
-{{- define "gateway.routerServiceAccount" -}}
-{{- $account := .Values.regionalProviders.serviceAccount }}
-{{- if or $account.create $account.name }}
-serviceAccountName: {{ include "gateway.routerServiceAccountName" . }}
-{{- end }}
-{{- end }}
-
 {{/* The regional providers' credentials for the router: the AWS keys and the Google key file, when their Secrets are named. */}}
 {{- define "gateway.regionalProviderEnv" -}}
 {{- with .Values.regionalProviders.aws.existingSecret }}
@@ -366,4 +379,64 @@ serviceAccountName: {{ include "gateway.routerServiceAccountName" . }}
 - name: GOOGLE_APPLICATION_CREDENTIALS
   value: /etc/gateway/google/key.json
 {{- end }}
+{{- end }}
+
+{{/*
+The Job the spool sweeper starts for a spool volume no ingress pod serves; takes (dict "root" $ "ctx" ctx).
+The sweeper names it and sets the claim of its `usage-spool` volume.
+*/}}
+{{- define "gateway.spoolDrainJob" -}}
+{{- $values := .root.Values.ingress.spoolSweeper }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  labels:
+    {{- include "gateway.labels" .ctx | nindent 4 }}
+spec:
+  backoffLimit: 4
+  ttlSecondsAfterFinished: {{ $values.drainJobTtlSeconds }}
+  activeDeadlineSeconds: {{ add $values.drainSeconds 300 }}
+  template:
+    metadata:
+      labels:
+        {{- include "gateway.labels" .ctx | nindent 8 }}
+    spec:
+      restartPolicy: Never
+      automountServiceAccountToken: false
+      securityContext:
+        {{- include "gateway.podSecurityContext" .ctx | nindent 8 }}
+      {{- with include "gateway.imagePullSecrets" .root }}
+      {{- . | nindent 6 }}
+      {{- end }}
+      containers:
+        - name: drain
+          image: {{ include "gateway.image" (dict "root" .root "image" .root.Values.ingress.image) }}
+          imagePullPolicy: {{ .root.Values.imagePullPolicy }}
+          command: [node, dist/drain-spool.js]
+          securityContext:
+            {{- include "gateway.containerSecurityContext" .ctx | nindent 12 }}
+          env:
+            - name: LOG_LEVEL
+              value: {{ .root.Values.logLevel | quote }}
+            {{- include "gateway.kafkaEnv" .ctx | nindent 12 }}
+            - name: USAGE_SPOOL_DIR
+              value: /var/lib/gateway/spool
+            - name: USAGE_SPOOL_DRAIN_MS
+              value: {{ mul $values.drainSeconds 1000 | quote }}
+          resources:
+            {{- toYaml $values.resources | nindent 12 }}
+          volumeMounts:
+            - name: usage-spool
+              mountPath: /var/lib/gateway/spool
+            - name: tmp
+              mountPath: /tmp
+            {{- include "gateway.kafkaVolumeMounts" .ctx | nindent 12 }}
+      volumes:
+        {{- include "gateway.kafkaVolumes" .ctx | nindent 8 }}
+        - name: usage-spool
+          persistentVolumeClaim:
+            claimName: set-by-the-sweeper
+        - name: tmp
+          emptyDir:
+            sizeLimit: 16Mi
 {{- end }}

@@ -58,6 +58,13 @@ export const env = {
       .int('expected a positive integer')
       .positive('expected a positive integer')
       .default(fallback),
+  /** Zero allowed: a duration that may be switched off. */
+  nonNegativeInt: (fallback: number) =>
+    z.coerce
+      .number({ error: 'expected an integer, 0 or more' })
+      .int('expected an integer, 0 or more')
+      .min(0, 'expected an integer, 0 or more')
+      .default(fallback),
   host: (fallback: string) => z.string().min(1, 'expected a host name or address').default(fallback),
   /** host:port, or dns:///host:port for a gRPC service behind several addresses (a headless Service). */
   address: (fallback: string) =>

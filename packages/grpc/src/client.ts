@@ -77,6 +77,9 @@ export function channelOptions(
       'grpc.max_send_message_length': options.maxMessageBytes,
     }),
     ...(multiAddressTarget.test(options.address) && { 'grpc.service_config': roundRobin }),
+    // A pod that leaves (a rollout, a scale-in) sends GOAWAY and its callers ask DNS again; grpc-js waits
+    // until 30 s after the previous answer by default, failing calls meanwhile if no other address is known.
+    ...(options.address.startsWith('dns:') && { 'grpc.dns_min_time_between_resolutions_ms': 1_000 }),
   };
 }
 

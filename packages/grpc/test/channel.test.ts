@@ -17,6 +17,14 @@ describe('channel options', () => {
     expect(serviceConfig('ipv4:10.0.0.1:50052,10.0.0.2:50052')).toEqual(roundRobin);
   });
 
+  it('asks DNS again within a second when a dns:/// target loses an address (not after 30 s)', () => {
+    const dns = channelOptions({ address: 'dns:///auth.gateway.svc.cluster.local:50051', transport: plaintext });
+    expect(dns['grpc.dns_min_time_between_resolutions_ms']).toBe(1_000);
+    expect(channelOptions({ address: '127.0.0.1:50051', transport: plaintext })).not.toHaveProperty(
+      'grpc.dns_min_time_between_resolutions_ms',
+    );
+  });
+
   it('keeps a plain host:port on one connection (pick first)', () => {
     expect(serviceConfig('127.0.0.1:50052')).toBeUndefined();
     expect(serviceConfig('policy:50052')).toBeUndefined();

@@ -68,6 +68,12 @@ export interface DurableUsagePublisherOptions {
    * while deliveries fail (Kafka away). 5 s.
    */
   stopTimeoutMs?: number;
+  /**
+   * How long disconnect() keeps delivering the whole spool to Kafka before it stops, while Kafka takes
+   * the events; it stops at once when a delivery fails or a batch takes longer than stopTimeoutMs (what is
+   * left waits on disk for the next start, or for a sweeper). 0: only the delivery in flight is waited for.
+   */
+  drainOnStopMs?: number;
   /** After a failed write, how often the spool tries again to write (a new segment). 1 s. */
   writeProbeMs?: number;
   /** The directory lock's heartbeat and staleness (SpoolLock). */
@@ -149,6 +155,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
   private readonly retryInitialMs: number;
   private readonly retryMaxMs: number;
   private readonly stopTimeoutMs: number;
+  private readonly drainOnStopMs: number;
   private readonly writeProbeMs: number;
   private readonly log: KafkaLog;
 
@@ -183,6 +190,11 @@ export class DurableUsagePublisher implements UsageEventPublisher {
   private abandoned = false;
   private wakeDrainer: (() => void) | undefined;
   private deliveryFailing = false;
+  /** disconnect() delivers what is left: a backoff is cut short, and the first failure ends the wait. */
+  private finishing = false;
+  private failedWhileFinishing = false;
+  /** Told after each step of the drainer while disconnect() waits for the spool to empty. */
+  private drainerStepped: (() => void) | undefined;
 
   constructor(
     private readonly sink: UsageEventPublisher,
@@ -196,6 +208,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     this.retryInitialMs = options.retryInitialMs ?? 250;
     this.retryMaxMs = options.retryMaxMs ?? 30_000;
     this.stopTimeoutMs = options.stopTimeoutMs ?? 5_000;
+    this.drainOnStopMs = options.drainOnStopMs ?? 0;
     this.writeProbeMs = options.writeProbeMs ?? 1_000;
     this.log = options.log ?? (() => undefined);
   }
@@ -257,8 +270,9 @@ export class DurableUsagePublisher implements UsageEventPublisher {
   }
 
   /**
-   * Syncs what was sent, lets a delivery in flight finish (for at most stopTimeoutMs), closes the
-   * sink and the files. What Kafka has not acknowledged stays in the spool for the next run.
+   * Syncs what was sent, delivers the rest of the spool while Kafka takes it (for at most drainOnStopMs),
+   * lets a delivery in flight finish (for at most stopTimeoutMs), closes the sink and the files. What
+   * Kafka has not acknowledged stays in the spool for the next run.
    */
   async disconnect(): Promise<void> {
     if (this.state === 'new') {
@@ -271,6 +285,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
 
     this.startFlush();
     while (this.flushing) await this.flushing;
+    await this.deliverBeforeStop();
 
     // One budget for the delivery in flight and the producer's close together; none while Kafka is
     // known to be away: what it has not acknowledged is on disk for the next start, and a stop must
@@ -311,6 +326,39 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     });
     await this.unlock();
     this.state = 'closed';
+  }
+
+  /**
+   * Keeps the drainer going until the spool is empty, a delivery fails, a batch takes longer than
+   * stopTimeoutMs (Kafka hangs), or drainOnStopMs has passed.
+   */
+  private async deliverBeforeStop(): Promise<void> {
+    if (this.drainOnStopMs <= 0 || this.pendingEvents === 0) return;
+    const started = Date.now();
+    const deadline = started + this.drainOnStopMs;
+    const events = this.pendingEvents;
+    this.finishing = true;
+    // Sealed, the last segment is deleted once delivered; and a drainer in backoff tries again at once.
+    await this.sealAppendFile();
+    let stalled = false;
+    while (this.pendingEvents > 0 && !this.failedWhileFinishing && !stalled && Date.now() < deadline) {
+      const stepped = new Promise<void>((resolve) => (this.drainerStepped = resolve));
+      stalled = !(await settlesWithin(stepped, Math.min(this.stopTimeoutMs, deadline - Date.now())));
+    }
+    this.drainerStepped = undefined;
+    const fields = {
+      delivered_events: events - this.pendingEvents,
+      pending_events: this.pendingEvents,
+      duration_ms: Date.now() - started,
+    };
+    if (this.pendingEvents === 0) this.log('info', 'usage spool: delivered whole before stopping', fields);
+    else {
+      this.log('warn', 'usage spool: stopping with events Kafka has not taken; they wait on disk', {
+        ...fields,
+        kafka_unavailable: this.failedWhileFinishing,
+        kafka_stalled: stalled,
+      });
+    }
   }
 
   // ---- directory ----
@@ -615,6 +663,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
         delivered = false;
       }
       if (this.abandoned) return;
+      this.drainerStepped?.();
       if (delivered) {
         retryMs = this.retryInitialMs;
       } else if (!this.stopping) {
@@ -728,6 +777,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     // One warning per outage; the retries after it are debug lines.
     this.log(this.deliveryFailing ? 'debug' : 'warn', 'usage spool: Kafka unavailable, events kept on disk', fields);
     this.deliveryFailing = true;
+    if (this.finishing) this.failedWhileFinishing = true;
   }
 
   private async removeHead(head: Segment): Promise<void> {
@@ -772,7 +822,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
         resolve();
       }, ms);
       this.wakeDrainer = () => {
-        if (!this.stopping) return; // new records do not cut a backoff short
+        if (!this.stopping && !this.finishing) return; // new records do not cut a backoff short
         clearTimeout(timer);
         this.wakeDrainer = undefined;
         resolve();

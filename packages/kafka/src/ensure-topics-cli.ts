@@ -1,10 +1,11 @@
 import { ConfigError, readKafkaSecurity } from '@gw/config';
 import type { KafkaSecurity } from '@gw/config';
 import { createKafka } from './client';
-import { ensureTopics, gatewayTopics } from './topics';
+import { ensureTopics, usageTopic, usageTopicPartitions } from './topics';
 
-// Used by deploy/local/infra.sh: creates the gateway's topics on KAFKA_BROKERS (comma list), with the
-// KAFKA_TLS* and KAFKA_SASL_* settings the services read.
+// Used by deploy/local/infra.sh and the chart's topic Job: creates the usage topic (USAGE_TOPIC, else the
+// gateway's default name) on KAFKA_BROKERS (comma list), or checks the partition count of the one there, with
+// the KAFKA_TLS* and KAFKA_SASL_* settings the services read.
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092')
   .split(',')
   .map((broker) => broker.trim())
@@ -28,7 +29,9 @@ const kafka = createKafka({
   },
 });
 
-ensureTopics(kafka, gatewayTopics).then(
+const topic = process.env.USAGE_TOPIC?.trim() || usageTopic;
+
+ensureTopics(kafka, [{ topic, numPartitions: usageTopicPartitions }]).then(
   (states) => {
     for (const { topic, partitions, change } of states) {
       process.stdout.write(`topic ${topic}: ${partitions} partitions${change === 'none' ? '' : ` (${change})`}\n`);

@@ -9,9 +9,6 @@ export interface TopicSpec {
   numPartitions: number;
 }
 
-/** Every topic the gateway uses, as the local stack creates them. */
-export const gatewayTopics: readonly TopicSpec[] = [{ topic: usageTopic, numPartitions: usageTopicPartitions }];
-
 export interface TopicState {
   topic: string;
   partitions: number;
@@ -71,6 +68,32 @@ export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[]): P
       partitions: numPartitions,
       change: existing.has(topic) ? 'none' : 'created',
     }));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * The usage topic is missing. Metering would crash-loop on UNKNOWN_TOPIC_OR_PARTITION without saying what
+ * to do; this says it.
+ */
+export class MissingTopicError extends Error {
+  override name = 'MissingTopicError';
+
+  constructor(readonly topic: string) {
+    super(
+      `topic ${topic} does not exist on Kafka: create it first (the Helm chart's topic Job does, ` +
+        'kafka.topicJob; or run packages/kafka/dist/ensure-topics-cli.js with KAFKA_BROKERS and USAGE_TOPIC)',
+    );
+  }
+}
+
+/** Rejects with MissingTopicError when the broker does not have the topic (other failures as they come). */
+export async function requireTopic(kafka: Kafka, topic: string): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(topic)) throw new MissingTopicError(topic);
   } finally {
     await admin.disconnect();
   }

@@ -293,6 +293,76 @@ describe('DurableUsagePublisher', () => {
     await eventually(() => expect(next.delivered).toEqual(['evt_1']));
   });
 
+  it('delivers the whole spool before it stops when Kafka takes it, cutting a backoff short', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'down';
+    // A backoff of 10 s would outlast the test if the stop waited for it.
+    const spool = await publisher(sink, { retryInitialMs: 10_000, retryMaxMs: 10_000, drainOnStopMs: 5_000 });
+    const sent = ids('evt', 1_200);
+    await Promise.all(sent.map((id) => spool.send(usageEvent(id))));
+    // The first attempt failed: the drainer waits out its backoff.
+    await eventually(() => expect(sink.connectAttempts).toBeGreaterThan(0));
+    sink.mode = 'up';
+    const started = Date.now();
+    await spool.disconnect();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // In order, each once, over several batches; nothing is left for a next start.
+    expect(sink.delivered).toEqual(sent);
+    expect(await readdir(dir)).toEqual([]);
+    expect(logs.map((log) => log.message)).toContain('usage spool: delivered whole before stopping');
+  });
+
+  it('stops at once when Kafka refuses the delivery before stopping, keeping the events on disk', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'down';
+    const spool = await publisher(sink, { drainOnStopMs: 30_000 });
+    for (const id of ids('evt', 5)) await spool.send(usageEvent(id));
+    const started = Date.now();
+    await spool.disconnect();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(1)]);
+    const warning = logs.find((log) => log.message.startsWith('usage spool: stopping with events'));
+    expect(warning?.fields).toMatchObject({ pending_events: 5, kafka_unavailable: true });
+
+    const next = new FakeSink();
+    await publisher(next);
+    await eventually(() => expect(next.delivered).toEqual(ids('evt', 5)));
+  });
+
+  it('stops delivering before it stops once a batch hangs for stopTimeoutMs', async () => {
+    const sink = new FakeSink();
+    sink.mode = 'hold';
+    const spool = await publisher(sink, { drainOnStopMs: 30_000, stopTimeoutMs: 200 });
+    await spool.send(usageEvent('evt_1'));
+    await eventually(() => expect(sink.held).toHaveLength(1));
+    const started = Date.now();
+    await spool.disconnect();
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(190);
+    expect(took).toBeLessThan(1_500);
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(1)]);
+    const warning = logs.find((log) => log.message.startsWith('usage spool: stopping with events'));
+    expect(warning?.fields).toMatchObject({ pending_events: 1, kafka_stalled: true });
+  });
+
+  it('gives the delivery before stopping no more than drainOnStopMs while Kafka is slow', async () => {
+    // Kafka takes each event, 40 ms apart: the drain progresses but would need 4 s in all.
+    const slow: UsageEventPublisher = {
+      connect: async () => undefined,
+      send: () => new Promise((resolve) => setTimeout(resolve, 40)),
+      disconnect: async () => undefined,
+    };
+    const spool = await publisher(slow, { drainOnStopMs: 300, stopTimeoutMs: 200, drainBatchEvents: 1 });
+    await Promise.all(ids('evt', 100).map((id) => spool.send(usageEvent(id))));
+    const started = Date.now();
+    await spool.disconnect();
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(290);
+    expect(took).toBeLessThan(1_500);
+    expect(spool.depth().events).toBeGreaterThan(50);
+    expect(spool.depth().events).toBeLessThan(100);
+  });
+
   it('sends after a restart only what Kafka had not acknowledged, not the delivered part of the open segment', async () => {
     const sink = new FakeSink();
     const first = await publisher(sink);

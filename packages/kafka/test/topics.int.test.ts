@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readKafkaSecurity } from '@gw/config';
 import { testInfraEnv } from '@gw/testing';
-import { createKafka, ensureTopics, PartitionCountMismatchError } from '../src';
+import { createKafka, ensureTopics, MissingTopicError, PartitionCountMismatchError, requireTopic } from '../src';
 
 describe('ensureTopics against a real broker', () => {
   const infra = testInfraEnv();
@@ -49,5 +49,13 @@ describe('ensureTopics against a real broker', () => {
       /never changed automatically.*Repartitioning the usage topic/,
     );
     expect(await partitionsOf(topic)).toBe(3);
+  }, 60_000);
+
+  it('tells a missing topic apart, naming what creates it', async () => {
+    const missing = requireTopic(kafka, `${topic}-never-created`);
+    await expect(missing).rejects.toBeInstanceOf(MissingTopicError);
+    await expect(missing).rejects.toThrow(/does not exist on Kafka: create it first \(the Helm chart's topic Job/);
+    await ensureTopics(kafka, [{ topic, numPartitions: 3 }]);
+    await expect(requireTopic(kafka, topic)).resolves.toBeUndefined();
   }, 60_000);
 });

@@ -16,7 +16,10 @@ export interface NoticeSubscription {
   close(): Promise<void>;
 }
 
-/** Listens on the revocation channel with its own connection, resubscribing after every reconnect. */
+/**
+ * Listens on the revocation channel with its own connection, resubscribing after every reconnect. Resolves
+ * at once: onConnectionChange(true) says when notices flow (callers trust nothing cached before).
+ */
 export async function subscribeToNotices(redisUrl: string, handlers: NoticeHandlers): Promise<NoticeSubscription> {
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: null, connectTimeout: 2_000 });
   let connected = false;
@@ -25,18 +28,31 @@ export async function subscribeToNotices(redisUrl: string, handlers: NoticeHandl
     connected = value;
     handlers.onConnectionChange(value);
   };
+  /** Set once the first subscription is made; before, a connection alone does not carry notices. */
+  let subscribed = false;
   redis.on('error', (error: Error) => handlers.onError(error));
   redis.on('close', () => setConnected(false));
   // ioredis resubscribes by itself on reconnect (autoResubscribe) before it reports ready.
-  redis.on('ready', () => setConnected(true));
+  redis.on('ready', () => {
+    if (subscribed) setConnected(true);
+  });
   redis.on('message', (channel: string, message: string) => {
     if (channel !== revocationChannel) return;
     const notice = decodeNotice(message);
     if (notice) handlers.onNotice(notice);
   });
-  await redis.connect();
-  await redis.subscribe(revocationChannel);
-  setConnected(true);
+  // Not awaited: a first connection that fails (Redis away, or slow to answer a pod that is starting) must
+  // not stop the process. ioredis keeps trying; the subscription waits in its queue and is made on connect.
+  redis
+    .connect()
+    .catch((error: unknown) => handlers.onError(error instanceof Error ? error : new Error(String(error))));
+  redis.subscribe(revocationChannel).then(
+    () => {
+      subscribed = true;
+      setConnected(true);
+    },
+    (error: unknown) => handlers.onError(error instanceof Error ? error : new Error(String(error))),
+  );
   return {
     close: async () => {
       redis.disconnect();

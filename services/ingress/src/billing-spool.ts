@@ -20,7 +20,7 @@ export function usageSpoolDir(config: Pick<IngressConfig, 'USAGE_SPOOL_DIR' | 'H
  * How long a stop waits for Kafka to take a delivery in flight and for the producer to close; not at
  * all while Kafka is known to be away (the spool keeps the events for the next start).
  */
-export const usageSpoolStopMs = 2_000;
+const usageSpoolStopMs = 2_000;
 
 /**
  * Usage events go to a local durable spool first, then to Kafka; `acknowledged` runs for each event
@@ -44,6 +44,7 @@ export function createUsagePublisher(
     dir: usageSpoolDir(config),
     maxBytes: config.USAGE_SPOOL_MAX_BYTES,
     stopTimeoutMs: usageSpoolStopMs,
+    drainOnStopMs: config.USAGE_SPOOL_DRAIN_MS,
     onLockLost: (reason) => {
       log.fatal({ reason }, 'usage spool lock taken by another process: stopping');
       process.kill(process.pid, 'SIGTERM');

@@ -84,10 +84,17 @@ const schema = z.object({
   /** Added to a policy call's deadline for each MiB of body it carries (privacy modes read all of it). */
   POLICY_CALL_MS_PER_BODY_MIB: env.positiveInt(250),
   /**
-   * On SIGTERM, how long the whole stop may take, Kafka reachable or not: requests still running 3 s
-   * before its end are cut, which leaves the usage spool and the rest the time to close.
+   * On SIGTERM, how long requests in flight (streams included) may still run: the listener closes at once
+   * and /readyz answers 503, keep-alive connections close when idle, and what still runs after this is cut
+   * (its usage is recorded as cancelled). Long enough for typical completions.
    */
-  SHUTDOWN_GRACE_MS: env.positiveInt(10_000),
+  SHUTDOWN_GRACE_MS: env.positiveInt(300_000),
+  /**
+   * Then, how long the stop may spend delivering the whole usage spool to Kafka while Kafka takes it; it
+   * stops at the first failed delivery (what is left waits on the spool's volume). The whole stop takes at
+   * most SHUTDOWN_GRACE_MS + USAGE_SPOOL_DRAIN_MS and a few seconds more.
+   */
+  USAGE_SPOOL_DRAIN_MS: env.nonNegativeInt(60_000),
   /** A streamed response with no upstream event for this long gets an SSE ping. */
   SSE_PING_INTERVAL_MS: env.positiveInt(15_000),
   // Usage spool (lossless metering): events wait here, on disk, while Kafka is unavailable.

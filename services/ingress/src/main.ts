@@ -16,12 +16,7 @@ import {
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { BodyBudget, heldBodyBytesGauge } from '@gw/workers';
-import {
-  createUsagePublisher,
-  logUsageNotRecorded,
-  registerUsageSpoolMetrics,
-  usageSpoolStopMs,
-} from './billing-spool';
+import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
 import { BodyChecks } from './body-checks';
 import { createClients } from './clients';
@@ -64,8 +59,10 @@ void runOrExit(async () => {
   const clients = createClients(config);
   // Subscribed from the start, so that a catalogue is at hand by the time requests read it.
   const catalogueFollower = new CatalogueFollower({ watch: catalogueStreamOf(clients.policy), logger });
-  /** Ready once policy's catalogue has arrived: requests are then decided, not refused as unavailable. */
-  const ready = () => catalogueFollower.current() !== undefined;
+  /** Set at SIGTERM: /readyz answers 503 from then on, so that whatever balances by readiness stops first. */
+  let shuttingDown = false;
+  /** Ready once policy's catalogue has arrived (requests are then decided, not refused as unavailable), until the stop. */
+  const ready = () => !shuttingDown && catalogueFollower.current() !== undefined;
   const kafka = createKafka({
     brokers: config.KAFKA_BROKERS,
     clientId: 'ingress',
@@ -238,22 +235,31 @@ void runOrExit(async () => {
   );
 
   onShutdown(logger, async () => {
+    shuttingDown = true;
     configWatch.close();
     stopping.abort();
-    await new Promise((resolve) => adminServer.close(resolve));
-    // Stop accepting; keep-alive connections close as soon as they are idle, and requests still running
-    // near the end of the grace period are cut (their usage is recorded as cancelled), leaving the
-    // spool's stop and a second for the rest within the grace period, whatever the state of Kafka.
-    const closed = new Promise((resolve) => publicServer.close(resolve));
-    const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 50);
-    const requestsMayRunMs = Math.max(
-      config.SHUTDOWN_GRACE_MS / 2,
-      config.SHUTDOWN_GRACE_MS - usageSpoolStopMs - 1_000,
-    );
-    const cutOff = setTimeout(() => publicServer.closeAllConnections(), requestsMayRunMs);
+    // In Kubernetes the pod left its Services' endpoints during the preStop pause, before this signal.
+    // Stop accepting; keep-alive connections close as soon as they are idle; requests in flight, streams
+    // included, run for up to SHUTDOWN_GRACE_MS, then are cut (their usage is recorded as cancelled).
+    const closed = Promise.all([
+      new Promise((resolve) => publicServer.close(resolve)),
+      new Promise((resolve) => adminServer.close(resolve)),
+    ]);
+    const idleSweep = setInterval(() => {
+      publicServer.closeIdleConnections();
+      adminServer.closeIdleConnections();
+    }, 50);
+    const cutOff = setTimeout(() => {
+      logger.warn({ grace_ms: config.SHUTDOWN_GRACE_MS }, 'shutdown grace over: requests still running are cut');
+      publicServer.closeAllConnections();
+      adminServer.closeAllConnections();
+    }, config.SHUTDOWN_GRACE_MS);
     await closed;
     clearInterval(idleSweep);
     clearTimeout(cutOff);
+    logger.info({}, 'requests in flight finished; delivering the usage spool');
+    // The whole spool goes to Kafka while it answers (USAGE_SPOOL_DRAIN_MS at most): a pod scaled away
+    // leaves nothing on its volume. With Kafka away it stops at once; the events wait on the volume.
     await Promise.all([publisher.disconnect(), refusals.stop()]);
     await revocations.close();
     leases.close();

@@ -3,7 +3,7 @@ import { rootCertificates } from 'node:tls';
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import { createPool } from '@gw/db';
 import { logHandlerFailures, startGrpcServer } from '@gw/grpc';
-import { createKafka, startBatchConsumer } from '@gw/kafka';
+import { createKafka, MissingTopicError, requireTopic, startBatchConsumer } from '@gw/kafka';
 import {
   createLogger,
   onShutdown,
@@ -84,6 +84,12 @@ void runOrExit(async () => {
     clientId: 'metering',
     log: (level, message, fields) => logger[level](fields, message),
     security: config.kafkaSecurity,
+  });
+  // A clear refusal rather than a consumer crash-looping on UNKNOWN_TOPIC_OR_PARTITION.
+  await requireTopic(kafka, config.USAGE_TOPIC).catch((error: unknown) => {
+    if (!(error instanceof MissingTopicError)) throw error;
+    logger.fatal({ topic: config.USAGE_TOPIC }, error.message);
+    process.exit(2);
   });
   const consumer = await startBatchConsumer(kafka, {
     groupId: config.CONSUMER_GROUP,

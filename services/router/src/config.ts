@@ -42,6 +42,11 @@ const schema = z.object({
   UPSTREAM_EJECT_AFTER_FAILURES: env.positiveInt(5),
   UPSTREAM_EJECT_BASE_MS: env.positiveInt(5_000),
   UPSTREAM_EJECT_MAX_MS: env.positiveInt(60_000),
+  /**
+   * On SIGTERM, how long calls in flight (streams included) may still run before they are cut; the gRPC
+   * port takes no new calls and the health service answers NOT_SERVING from the signal on.
+   */
+  SHUTDOWN_GRACE_MS: env.positiveInt(300_000),
 });
 
 const checked = schema

@@ -25,9 +25,6 @@ import { StubPlans } from './stub-plans';
 import { defaultTestStubOptions } from './test-stub';
 import { createUpstreamHttp } from './upstream-http';
 
-/** Streams may run for minutes; on shutdown the running ones get this long to finish. */
-const shutdownGraceMs = 25_000;
-
 void runOrExit(async () => {
   const config = readRouterConfig();
   const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
@@ -115,8 +112,10 @@ void runOrExit(async () => {
 
   onShutdown(logger, async () => {
     configWatch.close();
+    // NOT_SERVING at once (readiness drops), no new calls, and the calls in flight (streams) run for
+    // up to SHUTDOWN_GRACE_MS before they are cut; the upstreams' health checks go on meanwhile.
+    await grpc.shutdown(config.SHUTDOWN_GRACE_MS);
     await healthChecks.stop();
-    await grpc.shutdown(shutdownGraceMs);
     await http.close();
     await stubPlans.close();
     await Promise.all([metricsServer.close(), tracing.shutdown()]);
