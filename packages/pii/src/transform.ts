@@ -25,7 +25,16 @@ interface Piece extends Detected {
 
 /** Entities of each text, with the values split across adjacent texts (see TextsOptions.adjacent). */
 function detectTexts(texts: readonly string[], options: TextsOptions): Piece[][] {
-  const found: Piece[][] = texts.map((text) => detectDetailed(text, options));
+  // A request repeats texts (property names, descriptions, labels): each distinct text is scanned once.
+  const memo = new Map<string, Piece[]>();
+  const found: Piece[][] = texts.map((text) => {
+    let entities = memo.get(text);
+    if (entities === undefined) {
+      entities = detectDetailed(text, options);
+      memo.set(text, entities);
+    }
+    return [...entities];
+  });
   for (const [first, second] of options.adjacent ?? []) {
     const left = texts[first]!;
     const right = texts[second]!;
