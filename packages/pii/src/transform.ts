@@ -43,8 +43,11 @@ function detectTexts(texts: readonly string[], options: TextsOptions): Piece[][]
     const offset = left.length - cut;
     for (const entity of detectDetailed(head + right.slice(0, BOUNDARY_WINDOW), options)) {
       if (entity.start >= cut || entity.end <= cut) continue;
-      // Entities found in either text that overlap the split value become part of it.
       let headStart = offset + entity.start;
+      // The first text already ends inside an entity (its own, or the rest of one split before it): the boundary
+      // is that entity's edge, not the middle of another ("a@b.co" then "Please …" is no "a@b.coPlease").
+      if (found[first]!.some((other) => other.start <= headStart && other.end >= left.length)) continue;
+      // Entities found in either text that overlap the split value become part of it.
       let tailEnd = entity.end - cut;
       found[first] = found[first]!.filter((other) => {
         if (other.end <= headStart) return true;
