@@ -134,8 +134,15 @@ export function resolveOverlaps(placed: Placed[], normText: string): Detected[] 
   return resolved;
 }
 
+/**
+ * Every entity holds a digit (of any script, or a number form such as ①) or is an e-mail address, which holds an
+ * '@' (or a fullwidth one, or an encoding or bracketed word normalise decodes): a text with none of these holds no
+ * entity, and is not scanned further. Most keys and labels of a request's JSON are such texts.
+ */
+const MAY_HOLD_ENTITY = /[\p{N}@\uff20\ufe6b%&]|[[({<][ \t]{0,3}at/iu;
+
 export function detectDetailed(text: string, options: DetectOptions = {}): Detected[] {
-  if (text.length === 0) return [];
+  if (text.length === 0 || !MAY_HOLD_ENTITY.test(text)) return [];
   const normalised = normalise(text);
   const scan = new Scan(normalised.text, options.now?.getTime());
   const enabled = new Set<EntityType>(options.types ?? ENTITY_TYPES);

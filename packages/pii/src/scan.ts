@@ -346,13 +346,14 @@ function lastMatchEnd(words: RegExp, text: string): number {
 
 /** A growable array of 32-bit numbers (offsets in a string always fit). */
 class RunTable {
-  numbers = new Int32Array(1024);
+  // Small at first: most texts of a request (keys, labels, short values) have one run or none.
+  numbers = new Int32Array(64);
   length = 0;
 
   record(run: DigitRun): void {
     const needed = this.length + 4 + 2 * run.groups;
     if (needed > this.numbers.length) {
-      const grown = new Int32Array(Math.max(needed, 2 * this.numbers.length));
+      const grown = new Int32Array(Math.max(needed, 4 * this.numbers.length));
       grown.set(this.numbers.subarray(0, this.length));
       this.numbers = grown;
     }

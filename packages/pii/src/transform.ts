@@ -25,7 +25,16 @@ interface Piece extends Detected {
 
 /** Entities of each text, with the values split across adjacent texts (see TextsOptions.adjacent). */
 function detectTexts(texts: readonly string[], options: TextsOptions): Piece[][] {
-  const found: Piece[][] = texts.map((text) => detectDetailed(text, options));
+  // A request repeats texts (property names, descriptions, labels): each distinct text is scanned once.
+  const memo = new Map<string, Piece[]>();
+  const found: Piece[][] = texts.map((text) => {
+    let entities = memo.get(text);
+    if (entities === undefined) {
+      entities = detectDetailed(text, options);
+      memo.set(text, entities);
+    }
+    return [...entities];
+  });
   for (const [first, second] of options.adjacent ?? []) {
     const left = texts[first]!;
     const right = texts[second]!;
@@ -34,8 +43,11 @@ function detectTexts(texts: readonly string[], options: TextsOptions): Piece[][]
     const offset = left.length - cut;
     for (const entity of detectDetailed(head + right.slice(0, BOUNDARY_WINDOW), options)) {
       if (entity.start >= cut || entity.end <= cut) continue;
-      // Entities found in either text that overlap the split value become part of it.
       let headStart = offset + entity.start;
+      // The first text already ends inside an entity (its own, or the rest of one split before it): the boundary
+      // is that entity's edge, not the middle of another ("a@b.co" then "Please …" is no "a@b.coPlease").
+      if (found[first]!.some((other) => other.start <= headStart && other.end >= left.length)) continue;
+      // Entities found in either text that overlap the split value become part of it.
       let tailEnd = entity.end - cut;
       found[first] = found[first]!.filter((other) => {
         if (other.end <= headStart) return true;

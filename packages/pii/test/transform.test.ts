@@ -76,3 +76,32 @@ describe('createNonce', () => {
     for (const nonce of nonces) expect(nonce).toMatch(/^[a-km-np-z2-9]{12}$/);
   });
 });
+
+describe('values split across adjacent texts', () => {
+  const adjacentPairs = (count: number) => Array.from({ length: count - 1 }, (_, index) => [index, index + 1] as const);
+
+  it('finds a value cut anywhere across two adjacent texts: placeholder in the first, rest removed from the second', () => {
+    const whole = `card ${VALID.visa} or mail ${VALID.email} thanks`;
+    for (let cut = 1; cut < whole.length; cut += 1) {
+      const parts = [whole.slice(0, cut), whole.slice(cut)];
+      const { texts, map } = tokenise(parts, NONCE, { adjacent: [[0, 1]] });
+      const sent = texts.join('');
+      expect(sent).not.toContain('1111 1111');
+      expect(sent).not.toContain('jane.doe');
+      expect(restoreAll(sent, map, NONCE)).toBe(whole);
+      expect(countByType(parts, { adjacent: [[0, 1]] })).toEqual({ CARD: 1, EMAIL: 1 });
+    }
+  });
+
+  it('does not stretch a value over the next text, nor take the rest of a split value twice', () => {
+    expect(redact(['mail a@example.co', 'Please'], { adjacent: [[0, 1]] }).texts).toEqual(['mail [EMAIL_1]', 'Please']);
+    const parts = ['write to jane.do', 'e7@example.co.uk', 'Please answer.'];
+    const { texts, map } = tokenise(parts, NONCE, { adjacent: adjacentPairs(3) });
+    expect(texts).toEqual([`write to ${placeholder('EMAIL', 1, NONCE)}`, '', 'Please answer.']);
+    expect(restoreAll(texts.join(''), map, NONCE)).toBe(parts.join(''));
+  });
+
+  it('reads texts that are not adjacent on their own', () => {
+    expect(redact(['card 4111 1111', '1111 1111']).texts).toEqual(['card 4111 1111', '1111 1111']);
+  });
+});
