@@ -206,7 +206,15 @@ test('kubeconform: everything switched on is valid against Kubernetes and the CR
     { input: rendered.stdout, encoding: 'utf8' },
   );
   expect(run.stdout).toMatch(/Valid: [1-9]\d*, Invalid: 0, Errors: 0, Skipped: 0/);
-  expect(ofKind(render('-f', join(chartDir, 'values-production.yaml'), ...gatewayApi), 'NetworkPolicy').length).toBe(
-    14,
+  // The ingress policies, the default deny and one egress policy per component and per Job (topic, spool drain,
+  // spool sweeper).
+  const policies = ofKind(render('-f', join(chartDir, 'values-production.yaml'), ...gatewayApi), 'NetworkPolicy');
+  expect(policies.map((policy) => policy.metadata.name)).toEqual(
+    expect.arrayContaining([
+      'gw-inference-gateway-kafka-topics-egress',
+      'gw-inference-gateway-spool-drain-egress',
+      'gw-inference-gateway-spool-sweeper-egress',
+    ]),
   );
+  expect(policies.length).toBe(17);
 }, 120_000);
