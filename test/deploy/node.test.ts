@@ -45,6 +45,8 @@ let helmBinary = '';
 let kubectlBinary = '';
 let publicUrl = '';
 let adminUrl = '';
+/** The admin Service's name: the admin port answers only for its own names (its Host check). */
+let adminHost = '';
 
 async function kubectl(...args: string[]): Promise<string> {
   const { stdout } = await run(kubectlBinary, ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 });
@@ -101,7 +103,7 @@ function fetchOverNewConnection(url: string | URL | Request, init?: RequestInit)
 async function admin<T>(method: string, path: string, body: unknown): Promise<T> {
   const response = await fetchOverNewConnection(`${adminUrl}/admin/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', host: adminHost },
     body: JSON.stringify(body),
   });
   const text = await response.text();
@@ -311,7 +313,8 @@ beforeAll(async () => {
   });
   await timed('helm install --wait (migrations and topic Jobs, six services)', installChart);
   publicUrl = `http://${await serviceIp(`${release}-inference-gateway-ingress`)}:80`;
-  adminUrl = `http://${await serviceIp(`${release}-inference-gateway-ingress-admin`)}:8081`;
+  adminHost = `${release}-inference-gateway-ingress-admin`;
+  adminUrl = `http://${await serviceIp(adminHost)}:8081`;
 }, 3_000_000);
 
 afterAll(async () => {
