@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration fuzz soak bench bench-quota bench-pii bench-gateway bench-bedrock images kind clean
+.PHONY: help deps build gen lint up down test test-unit test-integration test-node fuzz soak bench bench-quota bench-pii bench-gateway bench-bedrock images kind clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
@@ -91,6 +91,17 @@ bench-gateway: build
 bench-bedrock: build
 	pnpm exec tsc -b services/router/bench
 	node services/router/bench/dist/bench/bedrock.js
+
+# The chart's own pods on a real node (kubelet, containerd, kube-proxy, CoreDNS built or installed once and cached)
+# joined to a loopback control plane, from the images of `make images`; the node is taken down and the host restored
+# at the end, whatever happened (test/deploy/node.test.ts, docs/deployment.md). Not yet part of `make test`: its
+# rolling-upgrade case lost one stream of 81 to a router pod's replacement in the last run.
+test-node: build
+	bash deploy/install-helm.sh >/dev/null
+	bash deploy/cluster/install-control-plane.sh >/dev/null
+	bash deploy/node/install-node.sh >/dev/null
+	bash deploy/images/build.sh
+	pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/node.test.ts
 
 # The services' container images, built with podman from services/*/Dockerfile; prints their sizes.
 images:
