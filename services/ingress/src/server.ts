@@ -352,7 +352,9 @@ export function createPublicApp(deps: GatewayDeps, options: PublicAppOptions): e
   });
 
   // The base URL itself: clients check it is reachable (HEAD / before their first call) before they use it.
-  app.get('/', (_request, response) => {
+  // Only `/` itself: Express would also route targets its URL parsing folds into `/` (`http://host/\`).
+  app.get('/', (request, response, next) => {
+    if (request.originalUrl !== '/' && !request.originalUrl.startsWith('/?')) return next();
     response.json({ service: 'inference-gateway', api: '/v1' });
   });
 
