@@ -118,7 +118,7 @@ describe('dashboard: usage by key and webhooks', () => {
     await page.locator('#credential').fill(h.adminToken);
     await clickButton(page, 'Sign in');
     await page.locator(`tr[data-account-id="${accountId}"] a`).click();
-    await clickButton(page, 'Usage by key');
+    await page.getByRole('tab', { name: 'Usage by key', exact: true }).click();
 
     const used = await waitUntil(
       async () =>
@@ -158,7 +158,7 @@ describe('dashboard: usage by key and webhooks', () => {
   });
 
   it("registers an endpoint, shows each delivery's attempts in its log, and resends", async () => {
-    await clickButton(page, 'Webhooks');
+    await page.getByRole('tab', { name: 'Webhooks', exact: true }).click();
     // A private address is refused beside the URL field.
     await page.locator('input[name=url]').fill(`https://localhost:${h.webhookReceiver.port + 1}/x`);
     await clickButton(page, 'Add endpoint');

@@ -75,6 +75,9 @@ export function startIngressReplica(
       QUOTA_ADDRESS: quotaAddress,
       ROUTER_ADDRESS: h.replica.routerAddress,
       METERING_ADDRESS: h.replica.meteringAddress,
+      // A replica stopped at the end of a test finishes what it serves within seconds, not a rollout's minutes.
+      SHUTDOWN_GRACE_MS: '5000',
+      USAGE_SPOOL_DRAIN_MS: '5000',
       KAFKA_BROKERS: h.replica.kafkaBrokers,
       ...h.kafkaEnv,
       USAGE_TOPIC: h.usageTopic,
