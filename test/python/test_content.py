@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import time
 from typing import Any
@@ -45,7 +46,9 @@ PDF = base64.b64encode(
 
 
 def signature(thinking: str) -> str:
-    return base64.b64encode(hashlib.sha256(thinking.encode()).digest()).decode()
+    """The simulated upstream's signature of a thinking text: HMAC-SHA256 under its fixed, public key."""
+    digest = hmac.new(b"sim-upstream: thinking signatures", thinking.encode(), hashlib.sha256).digest()
+    return base64.b64encode(digest).decode()
 
 
 def blocks(message: Any) -> list[dict[str, Any]]:
@@ -280,8 +283,9 @@ def test_cache_tokens_are_weighted_in_v1_usage() -> None:
 
 
 @pytest.mark.parametrize("model", [MODEL, OPENAI_MODEL])
-def test_tokenise_restores_the_originals_in_thinking_too(model: str) -> None:
-    """The upstream sees placeholders; the caller gets the originals back, in thinking as in text, streamed and not."""
+def test_tokenise_restores_the_text_and_leaves_thinking_as_signed(model: str) -> None:
+    """The upstream sees placeholders; the caller gets the originals back in the text, streamed and not, while
+    thinking keeps its placeholders: its signature covers its text, so the gateway never changes it."""
     email = "jane.doe@example.com"
     text = f"{'sim:reasoning ' if model == OPENAI_MODEL else ''}please write to {email} today"
     key = create_key(environment="live", privacy_mode="tokenise")["key"]
@@ -292,7 +296,8 @@ def test_tokenise_restores_the_originals_in_thinking_too(model: str) -> None:
             streamed = stream.get_final_message()
     for message in (created, streamed):
         thinking, answer = message.content
-        assert thinking.type == "thinking" and thinking.thinking == text
+        assert thinking.type == "thinking" and email not in thinking.thinking
+        assert thinking.thinking.startswith(text.split(email)[0]) and "today" in thinking.thinking
         assert answer.type == "text" and answer.text == text
     sim_url = SIM_ANTHROPIC_EU if model == MODEL else SIM_OPENAI_EU
     sent = upstream_request(sim_url, "today")
@@ -314,11 +319,11 @@ def test_openai_cached_tokens_are_cache_reads() -> None:
     assert "cache_control" not in json.dumps(upstream_request(SIM_OPENAI_EU, marker)["body"])
 
 
-def test_privacy_modes_scan_text_and_leave_images_and_documents_alone() -> None:
+def test_privacy_modes_scan_text_and_urls_and_leave_data_alone() -> None:
     email = "jane.doe@example.com"
     marker = "private-media-marker"
     media = [
-        # Data and URL sources stay byte for byte, even a URL holding an email address and a phone number.
+        # Data sources stay byte for byte; a URL is text the upstream reads, and is scanned.
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
         {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}},
         {"type": "image", "source": {"type": "url", "url": f"https://example.com/{email}/555-0100.png"}},
@@ -333,5 +338,6 @@ def test_privacy_modes_scan_text_and_leave_images_and_documents_alone() -> None:
         )
     assert blocks(message) == [{"type": "text", "text": f"{marker} mail {email}"}]
     sent = upstream_request(SIM_ANTHROPIC_EU, marker)["body"]["messages"][0]["content"]
-    assert sent[:3] == media
+    assert sent[:2] == media[:2]
+    assert email not in sent[2]["source"]["url"]
     assert email not in sent[3]["text"] and sent[3]["text"].startswith(f"{marker} mail ")
