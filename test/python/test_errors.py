@@ -76,8 +76,8 @@ def starter_key() -> str:
 NOT_RETRIED = [
     pytest.param(
         lambda: TEST_KEY,
-        # max_tokens is one of the few fields the gateway reads, so it judges its type itself.
-        {"model": MODEL, "max_tokens": "32", "messages": [{"role": "user", "content": "hi"}]},
+        # The model is one of the few fields the gateway reads, so it judges it itself.
+        {"model": "", "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]},
         anthropic.BadRequestError,
         400,
         "invalid_request_error",
