@@ -14,11 +14,18 @@ export default tseslint.config(
     },
   },
   {
-    // The jest configs are CommonJS scripts.
-    files: ['**/*.js'],
+    // The jest configs and the tests' worker scripts are CommonJS scripts run by Node.
+    files: ['**/*.js', '**/*.cjs'],
     languageOptions: {
       sourceType: 'commonjs',
-      globals: { require: 'readonly', module: 'writable', __dirname: 'readonly' },
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        Buffer: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+      },
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

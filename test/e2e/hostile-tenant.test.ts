@@ -1,6 +1,7 @@
 import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { connect } from 'node:net';
-import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
@@ -152,6 +153,13 @@ interface Attack {
   answers: RegExp;
 }
 
+/** What B's thread posts after each phase. */
+interface VictimPhase {
+  phase: 'quiet' | 'attacked';
+  latencies: number[];
+  failures?: string[];
+}
+
 interface Outcome {
   quiet: number[];
   attacked: number[];
@@ -186,40 +194,39 @@ describe('a hostile tenant', () => {
 
   afterAll(() => redis.disconnect());
 
-  /** B's quiet baseline, then B again while every attack runs at its load. */
+  /**
+   * B's quiet baseline, then B again while every attack runs at its load. B runs on a thread of its own
+   * (`fixtures/victim-load.cjs`), so that the attacks' client work in this process never delays B's
+   * measurements.
+   */
   async function underAttack(attacks: Record<string, Attack>): Promise<Outcome> {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const kinds = [
-      { key: victim.test, stream: false },
-      { key: victim.test, stream: true },
-      { key: victim.live, stream: false },
-      { key: victim.live, stream: true },
-    ];
-    let turn = 0;
-    let latencies: number[] = [];
-    const failures: string[] = [];
-    const victimRequest = async (): Promise<string> => {
-      const kind = kinds[turn++ % kinds.length]!;
-      const startedAt = performance.now();
-      const answer = await send('/v1/messages', {
-        headers: { 'x-api-key': kind.key },
-        body: ask('an ordinary request from account B', kind.stream),
-        agent,
-      });
-      latencies.push(performance.now() - startedAt);
-      const whole = kind.stream
-        ? answer.body.includes('event: message_stop')
-        : answer.body.includes('"type":"message"');
-      if (answer.status !== 200 || !whole) failures.push(`${answer.status} ${answer.body.slice(0, 300)}`);
-      return String(answer.status);
-    };
+    const victimLoad = new Worker(join(__dirname, 'fixtures', 'victim-load.cjs'), {
+      workerData: {
+        port: ingressPort,
+        model,
+        kinds: [
+          { key: victim.test, stream: false },
+          { key: victim.test, stream: true },
+          { key: victim.live, stream: false },
+          { key: victim.live, stream: true },
+        ],
+        periodMs: victimPeriodMs,
+        warmMs: 1_000,
+        quietSamples,
+        attackWindowMs,
+      },
+    });
     try {
-      // Warm connections, caches and code first.
-      await paced(victimPeriodMs, 1, Date.now() + 1_000, victimRequest);
-      latencies = [];
-      await paced(victimPeriodMs, 1, Date.now() + quietSamples * victimPeriodMs, victimRequest);
-      const quiet = latencies;
-      latencies = [];
+      const phases = new Map<VictimPhase['phase'], (phase: VictimPhase) => void>();
+      const posted = (name: VictimPhase['phase']) =>
+        new Promise<VictimPhase>((resolve, reject) => {
+          phases.set(name, resolve);
+          victimLoad.on('error', reject);
+        });
+      victimLoad.on('message', (phase: VictimPhase) => phases.get(phase.phase)?.(phase));
+      const quietPhase = posted('quiet');
+      const attackedPhase = posted('attacked');
+      const quiet = await quietPhase;
       const until = Date.now() + attackWindowMs;
       const running = Object.entries(attacks).map(async ([name, attack]) => {
         const outcomes = await paced(attack.periodMs, attack.inFlight, until, () => attack.run(until));
@@ -227,12 +234,17 @@ describe('a hostile tenant', () => {
         for (const outcome of outcomes) counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
         return [name, counts] as const;
       });
-      await paced(victimPeriodMs, 1, until, victimRequest);
-      const outcome = { quiet, attacked: latencies, failures, attacks: new Map(await Promise.all(running)) };
+      const attacked = await attackedPhase;
+      const outcome = {
+        quiet: quiet.latencies,
+        attacked: attacked.latencies,
+        failures: attacked.failures ?? [],
+        attacks: new Map(await Promise.all(running)),
+      };
       report(outcome);
       return outcome;
     } finally {
-      agent.destroy();
+      await victimLoad.terminate();
     }
   }
 

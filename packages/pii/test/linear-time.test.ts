@@ -2,13 +2,15 @@ import { detect, ENTITY_TYPES, type EntityType } from '../src';
 
 /**
  * Fuzz for catastrophic backtracking and quadratic scans: every detector (selected by its entity type) runs on
- * adversarial inputs of 25 KB and 100 KB. Each run must stay under a fixed budget (a quadratic scan or a
- * backtracking regex takes seconds to hours on 100 KB), and where the time is large enough to measure well,
- * growing the input 4× may not grow it more than 10× (quadratic gives 16×; the margin absorbs noise from other
- * processes on the machine).
+ * adversarial inputs of 25 KB and 100 KB. Where the time is large enough to measure well, growing the input 4×
+ * may not grow it more than 10× (quadratic gives 16×; the margin absorbs noise from other processes on the
+ * machine). The ratio is the verdict, not a wall-clock budget: a linear scan of 100 KB takes well under a
+ * second on a quiet machine but up to about 3 s on a loaded one, while a backtracking regex takes minutes to
+ * hours, which the hard bound catches without waiting for it.
  */
 
-const BUDGET_MS = 1500;
+const MEASURE_MS = 150;
+const HARD_BOUND_MS = 10_000;
 const SMALL = 25_000;
 const LARGE = 100_000;
 
@@ -93,7 +95,7 @@ function timed(text: string, type: EntityType): number {
     const start = process.hrtime.bigint();
     detect(text, { types: [type] });
     best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e6);
-    if (best > BUDGET_MS) break;
+    if (best > HARD_BOUND_MS) break;
   }
   return best;
 }
@@ -105,8 +107,8 @@ describe.each(ENTITY_TYPES)('detection of %s runs in linear time', (type) => {
       const large = make(LARGE);
       detect(make(1000), { types: [type] }); // warm-up (regex compilation, metadata)
       const largeMs = timed(large, type);
-      if (largeMs > BUDGET_MS) slow.push(`${name}: ${largeMs.toFixed(0)} ms for 100 KB`);
-      if (largeMs > 150) {
+      if (largeMs > HARD_BOUND_MS) slow.push(`${name}: ${largeMs.toFixed(0)} ms for 100 KB`);
+      if (largeMs > MEASURE_MS) {
         const smallMs = timed(make(SMALL), type);
         if (largeMs / Math.max(smallMs, 1) > 10) {
           slow.push(`${name}: ${smallMs.toFixed(1)} ms → ${largeMs.toFixed(1)} ms for 4× the input`);
@@ -125,6 +127,6 @@ describe('detect (all detectors)', () => {
     const start = process.hrtime.bigint();
     detect(text);
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    expect(ms).toBeLessThan(4 * BUDGET_MS);
+    expect(ms).toBeLessThan(HARD_BOUND_MS);
   }, 60_000);
 });
