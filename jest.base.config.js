@@ -8,5 +8,8 @@ module.exports = {
     ],
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // A dynamic import() of a module of the project names the built file (`./x.js`), as Node needs; tests run
+  // the TypeScript source.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
 };

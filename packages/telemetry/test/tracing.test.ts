@@ -12,6 +12,7 @@ import {
   traceparentOf,
   tracingActive,
 } from '../src/tracing';
+import type { RunningTracing } from '../src/tracing';
 
 describe('readTracingConfig', () => {
   it('is off without an endpoint, when the SDK is disabled, or with no traces exporter', () => {
@@ -103,9 +104,15 @@ describe('with tracing started', () => {
     }),
   );
   // Spans are made but none sampled, so nothing is exported from the test (the end-to-end test exports).
-  const tracing = startTracing(
-    readTracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLER: 'always_off' }, 'test'),
-  );
+  let tracing: RunningTracing;
+  beforeAll(async () => {
+    tracing = await startTracing(
+      readTracingConfig(
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLER: 'always_off' },
+        'test',
+      ),
+    );
+  });
   afterAll(() => tracing.shutdown());
 
   it("gives a log line written for a span that span's trace_id and span_id, and none without one", () => {

@@ -31,7 +31,7 @@ void runOrExit(async () => {
   /** The key service reads its lists at each call: a reload replaces them in this object. */
   const gatewayConfig = { ...loadedConfig.config };
   const logger = createLogger('auth', config.LOG_LEVEL);
-  const tracing = startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing);
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const store = new AuthStore(pool);
   const publisher = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, connectTimeout: 2_000 });

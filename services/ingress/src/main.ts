@@ -55,7 +55,7 @@ void runOrExit(async () => {
   setPlanBodyLimits(gatewayConfig.plans);
   let plans = gatewayConfig.plans;
   const logger = createLogger('ingress', config.LOG_LEVEL);
-  const tracing = startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing);
   const clients = createClients(config);
   // Subscribed from the start, so that a catalogue is at hand by the time requests read it.
   const catalogueFollower = new CatalogueFollower({ watch: catalogueStreamOf(clients.policy), logger });

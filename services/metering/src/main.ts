@@ -31,7 +31,7 @@ void runOrExit(async () => {
   const prices = priceList(loadedConfig.config);
   let planCeilings = hardCeilingsOf(loadedConfig.config);
   const logger = createLogger('metering', config.LOG_LEVEL);
-  const tracing = startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing);
   const pool = createPool(config.DATABASE_URL, (error) => logger.error({ err: error }, 'database connection failed'));
   const metrics = await startMetricsServer('metering', config.METRICS_HOST, config.METRICS_PORT);
   // The consumer reads the price tables at each event: a reload replaces them.

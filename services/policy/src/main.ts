@@ -21,7 +21,7 @@ void runOrExit(async () => {
   const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const catalogues = new CurrentValue(Catalogue.fromConfig(loadedConfig.config));
   const logger = createLogger('policy', config.LOG_LEVEL);
-  const tracing = startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing);
   const privacyPool = await PrivacyPool.start({
     threads: config.PRIVACY_WORKERS,
     queuedPerAccount: config.PRIVACY_QUEUE_PER_ACCOUNT,

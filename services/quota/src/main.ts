@@ -22,7 +22,7 @@ void runOrExit(async () => {
   const config = readQuotaConfig();
   const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const logger = createLogger('quota', config.LOG_LEVEL);
-  const tracing = startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing);
   // Fail fast while Redis is away rather than queueing decisions behind a reconnect.
   const options = { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 };
   const redis =

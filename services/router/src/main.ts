@@ -29,7 +29,7 @@ void runOrExit(async () => {
   const config = readRouterConfig();
   const loadedConfig = await readGatewayConfigFile(config.GATEWAY_CONFIG);
   const logger = createLogger('router', config.LOG_LEVEL);
-  const tracing = startTracing(config.tracing);
+  const tracing = await startTracing(config.tracing);
   const credential = (envName: string) => process.env[envName] || undefined;
   // One directory for the router, the balancer and the probes: a reload replaces its pools in place.
   const providerCredentials = createProviderCredentials();
