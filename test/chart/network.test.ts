@@ -61,7 +61,7 @@ test('egress per component: DNS, and only the services and stores each one uses'
   expect(tcpPorts(manifests, 'policy')).toEqual([]);
   expect(tcpPorts(manifests, 'quota')).toEqual([5432, 6379]);
   expect(tcpPorts(manifests, 'router')).toEqual([443]);
-  expect(tcpPorts(manifests, 'metering')).toEqual([5432, ...kafka]);
+  expect(tcpPorts(manifests, 'metering')).toEqual([5432, ...kafka, 443]);
   expect(tcpPorts(manifests, 'migrations')).toEqual([5432]);
   // Ingress reaches the gRPC services by their pods, not by any address.
   expect(egressOf(manifests, 'ingress')[1]?.to).toEqual([
@@ -79,6 +79,43 @@ test('the router reaches only its upstreams: public addresses by default, the co
     'router',
   );
   expect(named_).toEqual({ ports: [{ port: 443, protocol: 'TCP' }], to: [{ ipBlock: { cidr: '203.0.113.0/24' } }] });
+});
+
+test("metering reaches accounts' webhook endpoints on public addresses, and a private receiver only when allowed", () => {
+  const publicOnly = [
+    { ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'] } },
+  ];
+  expect(egressOf(render(), 'metering').at(-1)).toEqual({ ports: [{ port: 443, protocol: 'TCP' }], to: publicOnly });
+  const manifests = render(
+    '--set',
+    'webhooks.allowedPrivateTargets[0]=hooks.internal.example:8443',
+    '--set',
+    'webhooks.caConfigMap=internal-ca',
+    '--set',
+    'networkPolicy.egress.webhooks.to[0].ipBlock.cidr=10.30.0.0/16',
+    '--set',
+    'networkPolicy.egress.webhooks.ports={443,8443}',
+  );
+  expect(egressOf(manifests, 'metering').at(-1)).toEqual({
+    ports: [
+      { port: 443, protocol: 'TCP' },
+      { port: 8443, protocol: 'TCP' },
+    ],
+    to: [{ ipBlock: { cidr: '10.30.0.0/16' } }],
+  });
+  const metering = named(manifests, 'Deployment', `${prefix}-metering`);
+  const container = (metering.spec.template.spec.containers as { env: { name: string; value?: string }[] }[])[0]!;
+  const env = Object.fromEntries(container.env.map((variable) => [variable.name, variable.value]));
+  expect(env).toMatchObject({
+    WEBHOOK_ALLOWED_PRIVATE_TARGETS: 'hooks.internal.example:8443',
+    WEBHOOK_CA_FILE: '/etc/gateway/webhook-ca/ca.crt',
+    WEBHOOK_TIMEOUT_MS: '10000',
+    WEBHOOK_RETRY_WINDOW_MS: '86400000',
+  });
+  expect(metering.spec.template.spec.volumes).toContainEqual({
+    name: 'webhook-ca',
+    configMap: { name: 'internal-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+  });
 });
 
 test('stores named as peers; the collector reached on OTLP ports only when an endpoint is set', () => {

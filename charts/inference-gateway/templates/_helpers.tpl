@@ -440,3 +440,22 @@ spec:
           emptyDir:
             sizeLimit: 16Mi
 {{- end }}
+
+{{- /* Metering's webhook deliveries: the private endpoints allowed, the CA trusted beside the system's, the pace. */}}
+{{- define "gateway.webhookEnv" -}}
+{{- $webhooks := .Values.webhooks }}
+{{- with $webhooks.allowedPrivateTargets }}
+- name: WEBHOOK_ALLOWED_PRIVATE_TARGETS
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- if $webhooks.caConfigMap }}
+- name: WEBHOOK_CA_FILE
+  value: /etc/gateway/webhook-ca/ca.crt
+{{- end }}
+- name: WEBHOOK_TIMEOUT_MS
+  value: {{ mul $webhooks.timeoutSeconds 1000 | quote }}
+- name: WEBHOOK_RETRY_WINDOW_MS
+  value: {{ mul $webhooks.retryWindowHours 3600000 | quote }}
+- name: WEBHOOK_CONCURRENCY
+  value: {{ $webhooks.concurrency | quote }}
+{{- end }}
