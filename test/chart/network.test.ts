@@ -103,16 +103,15 @@ test("metering reaches accounts' webhook endpoints on public addresses, and a pr
     ],
     to: [{ ipBlock: { cidr: '10.30.0.0/16' } }],
   });
-  const metering = named(manifests, 'Deployment', `${prefix}-metering`);
-  const container = (metering.spec.template.spec.containers as { env: { name: string; value?: string }[] }[])[0]!;
-  const env = Object.fromEntries(container.env.map((variable) => [variable.name, variable.value]));
+  const pod = named(manifests, 'Deployment', `${prefix}-metering`).spec.template?.spec;
+  const env = Object.fromEntries((pod?.containers[0]?.env ?? []).map((variable) => [variable.name, variable.value]));
   expect(env).toMatchObject({
     WEBHOOK_ALLOWED_PRIVATE_TARGETS: 'hooks.internal.example:8443',
     WEBHOOK_CA_FILE: '/etc/gateway/webhook-ca/ca.crt',
     WEBHOOK_TIMEOUT_MS: '10000',
     WEBHOOK_RETRY_WINDOW_MS: '86400000',
   });
-  expect(metering.spec.template.spec.volumes).toContainEqual({
+  expect(pod?.volumes).toContainEqual({
     name: 'webhook-ca',
     configMap: { name: 'internal-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
   });

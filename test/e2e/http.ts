@@ -47,12 +47,24 @@ export async function admin<T>(
   path: string,
   body?: unknown,
 ): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${h.adminUrl}/admin/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${h.adminToken}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
+  const send = () =>
+    fetch(`${h.adminUrl}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${h.adminToken}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const response = await send().catch((error: unknown) => {
+    // An idle pooled connection the server closed just as it was reused (jest loading the next suite can hold
+    // the event loop past the pool's idle timer): the request never reached the server, so it is sent again.
+    if (idleConnectionClosed(error)) return send();
+    throw error;
   });
   return { status: response.status, body: (await response.json()) as T };
+}
+
+function idleConnectionClosed(error: unknown): boolean {
+  const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
+  return cause?.code === 'UND_ERR_SOCKET' && cause.message === 'other side closed';
 }
 
 /** Sum of a counter over all its series in a Prometheus text exposition. */
