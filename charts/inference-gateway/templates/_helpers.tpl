@@ -440,3 +440,22 @@ spec:
           emptyDir:
             sizeLimit: 16Mi
 {{- end }}
+
+{{/* Where the Helm hooks' pods run (`hooks`): PriorityClass, nodeSelector, tolerations, affinity. */}}
+{{- define "gateway.hookPlacement" -}}
+{{- with .Values.hooks.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.hooks.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.hooks.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.hooks.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
