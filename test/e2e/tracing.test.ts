@@ -379,16 +379,21 @@ describe('tracing', () => {
         );
         return new Set(found.flatMap((series) => series.exemplars.map((exemplar) => exemplar.labels.trace_id)));
       };
-      const exemplarsOf = (selector: string, traceId: string) =>
+      const exemplarsOf = (selector: string, ...traceIds: string[]) =>
         waitUntil(
           () => traceIdsOf(selector),
-          { what: `the exemplar of trace ${traceId} on ${selector}`, timeoutMs: 15_000, intervalMs: 200 },
-          (traceIds) => traceIds.has(traceId),
+          { what: `an exemplar of trace ${traceIds.join(' or ')} on ${selector}`, timeoutMs: 15_000, intervalMs: 200 },
+          (found) => traceIds.some((traceId) => found.has(traceId)),
         );
       await exemplarsOf('gateway_http_request_duration_seconds_bucket{streamed="false"}', whole!.traceId);
       await exemplarsOf('gateway_http_request_duration_seconds_bucket{streamed="true"}', streamed!.traceId);
       await exemplarsOf('gateway_added_latency_seconds_bucket{tier="eu"}', whole!.traceId);
       await exemplarsOf('gateway_time_to_first_token_seconds_bucket', streamed!.traceId);
+      // Each service's gRPC server time: the latest call in a bucket wins, so either request's trace may be there.
+      for (const service of ['auth', 'policy', 'quota', 'router']) {
+        const selector = `gateway_grpc_server_handling_seconds_bucket{service="${service}"}`;
+        await exemplarsOf(selector, whole!.traceId, streamed!.traceId);
+      }
       // The requests are counted by their keys' tier (EU keys).
       const byTier = await prometheus.query<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(
         `query?query=${encodeURIComponent('sum by (tier) (gateway_http_requests_total{route="messages",status="200"})')}`,

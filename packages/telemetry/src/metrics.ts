@@ -135,6 +135,8 @@ export interface GrpcCallRecord {
   method: string;
   code: string;
   durationSeconds: number;
+  /** The trace id of the call's server span when sampled: the exemplar of its duration. */
+  traceId?: string;
 }
 
 /**
@@ -148,15 +150,19 @@ export function grpcServerMetrics(registry: Registry): (call: GrpcCallRecord) =>
     labelNames: ['grpc_service', 'grpc_method', 'grpc_code'],
     registers: [registry],
   });
-  const seconds = new Histogram({
-    name: 'gateway_grpc_server_handling_seconds',
-    help: 'Time from receiving a gRPC call to its status, by method.',
-    labelNames: ['grpc_service', 'grpc_method'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 120],
-    registers: [registry],
-  });
+  const seconds = histogramWithExemplars(
+    {
+      name: 'gateway_grpc_server_handling_seconds',
+      help: 'Time from receiving a gRPC call to its status, by method.',
+      labelNames: ['grpc_service', 'grpc_method'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 120],
+    },
+    registry,
+  );
   return (call) => {
     handled.inc({ grpc_service: call.service, grpc_method: call.method, grpc_code: call.code });
-    seconds.observe({ grpc_service: call.service, grpc_method: call.method }, call.durationSeconds);
+    const labels = { grpc_service: call.service, grpc_method: call.method };
+    if (call.traceId === undefined) seconds.labels(labels).observe(call.durationSeconds);
+    else observeWithTraceId(seconds, labels, call.durationSeconds, call.traceId);
   };
 }

@@ -1,6 +1,12 @@
 import { Counter } from 'prom-client';
 import type { Histogram } from 'prom-client';
-import { histogramWithExemplars, observeWithTraceId, startMetricsServer, wantsOpenMetrics } from '../src/metrics';
+import {
+  grpcServerMetrics,
+  histogramWithExemplars,
+  observeWithTraceId,
+  startMetricsServer,
+  wantsOpenMetrics,
+} from '../src/metrics';
 import type { MetricsServer } from '../src/metrics';
 
 /** Prometheus's own Accept header (2.x, default scrape protocols). */
@@ -83,5 +89,18 @@ describe('the metrics server', () => {
     const own = (text: string) => text.split('\n').filter((line) => /^(# (HELP|TYPE) )?test_/.test(line));
     expect(own(after.text)).toEqual(own(before.text));
     expect(own(after.text).length).toBeGreaterThan(8);
+  });
+
+  it("keeps a gRPC call's sampled trace id as the exemplar of its server time", async () => {
+    const observe = grpcServerMetrics(server.registry);
+    const call = { service: 'gateway.auth.v1.AuthService', method: 'Verify', code: 'OK' };
+    observe({ ...call, durationSeconds: 0.003, traceId });
+    observe({ ...call, durationSeconds: 0.0002 });
+    const open = (await scrape(prometheusAccept)).text;
+    const bucket = (le: string) =>
+      open.split('\n').find((line) => line.startsWith(`gateway_grpc_server_handling_seconds_bucket{le="${le}"`));
+    expect(bucket('0.005')).toContain(`# {trace_id="${traceId}"} 0.003 `);
+    expect(bucket('0.0005')).not.toContain('#');
+    expect(open).toMatch(/^gateway_grpc_server_handled_total\{[^}]*grpc_code="OK"[^}]*\} 2$/m);
   });
 });
