@@ -103,7 +103,7 @@ test-node: build
 	bash deploy/images/build.sh
 	pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/node.test.ts
 
-# The services' container images, built with podman from services/*/Dockerfile; prints their sizes.
+# The services' container images, built with podman from deploy/images/Dockerfile; prints their sizes.
 images:
 	bash deploy/images/build.sh
 

@@ -44,8 +44,10 @@ stage tools bash deploy/local/infra.sh tools
 # helm, kubeconform and the Kubernetes schemas for the chart's offline tests in the unit run (cached).
 stage helm bash -c 'bash deploy/install-helm.sh >/dev/null'
 stage kubeconform bash -c 'bash deploy/install-kubeconform.sh >/dev/null'
-# promtool for the alert rules' tests (Debian's package, unpacked and cached).
-stage promtool bash -c 'bash deploy/observability/promtool.sh install >/dev/null'
+# promtool for the alert rules' tests, and the Prometheus server that scrapes the traced stack in the
+# tracing test (Debian's package, unpacked and cached).
+stage promtool bash -c 'bash deploy/observability/promtool.sh install >/dev/null &&
+  bash deploy/observability/promtool.sh prometheus >/dev/null'
 # The Kubernetes control plane of the cluster test: etcd from Debian, kube-apiserver, controller manager,
 # scheduler and kwok built from their Go modules once (the cold build is the long part of a first run),
 # then cached outside the repository.

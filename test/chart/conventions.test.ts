@@ -211,6 +211,57 @@ describe('extension points of every component', () => {
   });
 });
 
+describe("the Helm hooks' pods", () => {
+  const hookPods = (manifests: ReturnType<typeof render>) => [
+    named(manifests, 'Job', `${prefix}-migrations`),
+    named(manifests, 'Job', `${prefix}-kafka-topics`),
+    named(manifests, 'Pod', `${prefix}-ingress-test`),
+  ];
+  const metadataOf = (manifest: ReturnType<typeof render>[number]) =>
+    manifest.kind === 'Pod' ? manifest.metadata : manifest.spec.template!.metadata;
+
+  test('the migration and topic Jobs and the helm test Pod take the placement and metadata of hooks', () => {
+    const wanted = extensions('hooks');
+    const hooks = {
+      podAnnotations: { 'sidecar.istio.io/inject': 'false' },
+      podLabels: wanted.podLabels,
+      nodeSelector: wanted.nodeSelector,
+      tolerations: wanted.tolerations,
+      affinity: wanted.affinity,
+      priorityClassName: 'gateway-hooks',
+    };
+    const manifests = render('-f', valuesFile('hooks.yaml', { hooks }));
+    for (const manifest of hookPods(manifests)) {
+      const spec = podSpec(manifest);
+      expect({ name: manifest.metadata.name, placement: spec }).toMatchObject({
+        name: manifest.metadata.name,
+        placement: {
+          nodeSelector: hooks.nodeSelector,
+          tolerations: hooks.tolerations,
+          affinity: hooks.affinity,
+          priorityClassName: 'gateway-hooks',
+        },
+      });
+      expect(metadataOf(manifest).annotations).toMatchObject(hooks.podAnnotations);
+      expect(metadataOf(manifest).labels).toMatchObject(hooks.podLabels);
+    }
+    // The services' pods keep their own placement.
+    expect(podSpec(workload(manifests, 'auth')).nodeSelector).toBeUndefined();
+  });
+
+  test('by default they carry none of it', () => {
+    for (const manifest of hookPods(render())) {
+      const spec = podSpec(manifest);
+      expect([spec.nodeSelector, spec.tolerations, spec.affinity, spec.priorityClassName]).toEqual([
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+      ]);
+    }
+  });
+});
+
 describe('labels', () => {
   test('every object carries app.kubernetes.io/component and the common labels', () => {
     const manifests = render('--set', 'commonLabels.example\\.com/cost-centre=ai', ...monitoringApi);

@@ -139,6 +139,8 @@ describe('ingress edge metrics', () => {
     const streamedInput = Number(/"input_tokens":(\d+)/.exec(streamed.body)![1]);
     await expectMoved(ingressMetrics, before, [
       ['gateway_http_requests_total', requests('200', 'none'), 2],
+      // The key's residency tier (these keys are EU keys).
+      ['gateway_http_requests_total', { ...requests('200', 'none'), tier: 'eu' }, 2],
       ['gateway_http_request_duration_seconds_count', { route: 'messages', streamed: 'false' }, 1],
       ['gateway_http_request_duration_seconds_count', { route: 'messages', streamed: 'true' }, 1],
       ['gateway_tokens_total', { model, environment: 'test', kind: 'input' }, usage.input_tokens + streamedInput],
@@ -228,6 +230,9 @@ describe('ingress edge metrics', () => {
       ['gateway_auth_failures_total', { reason: 'suspended' }, 1],
       ['gateway_http_requests_total', requests('401', 'authentication_error'), 5],
       ['gateway_http_requests_total', requests('403', 'permission_error'), 2],
+      // No key verified: the fixed tier of requests without one.
+      ['gateway_http_requests_total', { ...requests('401', 'authentication_error'), tier: 'none' }, 5],
+      ['gateway_http_requests_total', { ...requests('403', 'permission_error'), tier: 'none' }, 2],
     ]);
   });
 

@@ -1,7 +1,10 @@
+import { execFileSync, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
@@ -251,6 +254,55 @@ async function requestTrace(receiver: OtlpReceiver, traceId: string, requestId: 
   return { edge, spans, routerSpan };
 }
 
+/** Prometheus's own port beside the traced stack's block of ports (portsFromBase uses base to base + 43). */
+const prometheusPort = 21_251;
+
+/**
+ * A Prometheus server (Debian's build, deploy/observability/promtool.sh) that scrapes every service of the
+ * traced stack each second with exemplar storage on: as any Prometheus does, it asks for OpenMetrics first.
+ */
+async function startPrometheus(): Promise<{ query<T>(path: string): Promise<T>; stop(): Promise<void> }> {
+  const binary = execFileSync('bash', [join(repoRoot, 'deploy', 'observability', 'promtool.sh'), 'prometheus'], {
+    encoding: 'utf8',
+  }).trim();
+  const dir = join(state.root, 'prometheus');
+  await mkdir(dir, { recursive: true });
+  const targets = Object.values(ports.metrics).map((port) => `127.0.0.1:${port}`);
+  const config = {
+    global: { scrape_interval: '1s', scrape_timeout: '900ms' },
+    scrape_configs: [{ job_name: 'gateway', static_configs: [{ targets }] }],
+  };
+  await writeFile(join(dir, 'prometheus.yml'), JSON.stringify(config));
+  const server: ChildProcess = spawn(
+    binary,
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${prometheusPort}`,
+      '--enable-feature=exemplar-storage',
+    ],
+    { stdio: 'ignore' },
+  );
+  const base = `http://127.0.0.1:${prometheusPort}/api/v1/`;
+  return {
+    async query<T>(path: string): Promise<T> {
+      const answer = (await (await fetch(base + path)).json()) as { status: string; data: T };
+      if (answer.status !== 'success') throw new Error(`Prometheus answered ${answer.status}`);
+      return answer.data;
+    },
+    async stop() {
+      if (server.exitCode !== null) return;
+      server.kill('SIGTERM');
+      await once(server, 'exit');
+    },
+  };
+}
+
+interface ExemplarSeries {
+  seriesLabels: Record<string, string>;
+  exemplars: { labels: Record<string, string>; value: string }[];
+}
+
 /** The request's log lines of one service (JSON lines carrying its request_id). */
 async function logLinesOf(service: string, requestId: string): Promise<Record<string, unknown>[]> {
   const log = await readFile(join(state.logs, `${service}.log`), 'utf8');
@@ -308,6 +360,49 @@ describe('tracing', () => {
     expect(edge.parentSpanId).toBe(proxySpanId);
     expect(edge.attributes['gateway.streamed']).toBe(true);
   });
+
+  it("Prometheus scrapes every service in OpenMetrics and keeps the traced requests' trace ids as exemplars", async () => {
+    const [whole, streamed] = traced;
+    expect(streamed).toBeDefined();
+    const prometheus = await startPrometheus();
+    try {
+      // Every target up: each service's OpenMetrics text parsed by Prometheus itself.
+      await waitUntil(
+        () => prometheus.query<{ result: { value: [number, string] }[] }>('query?query=up'),
+        { what: 'every service scraped by Prometheus', timeoutMs: 30_000, intervalMs: 200 },
+        (data) => data.result.length === 6 && data.result.every((series) => series.value[1] === '1'),
+      );
+      const traceIdsOf = async (selector: string) => {
+        const range = `start=${Math.floor(Date.now() / 1000) - 600}&end=${Math.ceil(Date.now() / 1000) + 60}`;
+        const found = await prometheus.query<ExemplarSeries[]>(
+          `query_exemplars?query=${encodeURIComponent(selector)}&${range}`,
+        );
+        return new Set(found.flatMap((series) => series.exemplars.map((exemplar) => exemplar.labels.trace_id)));
+      };
+      const exemplarsOf = (selector: string, ...traceIds: string[]) =>
+        waitUntil(
+          () => traceIdsOf(selector),
+          { what: `an exemplar of trace ${traceIds.join(' or ')} on ${selector}`, timeoutMs: 15_000, intervalMs: 200 },
+          (found) => traceIds.some((traceId) => found.has(traceId)),
+        );
+      await exemplarsOf('gateway_http_request_duration_seconds_bucket{streamed="false"}', whole!.traceId);
+      await exemplarsOf('gateway_http_request_duration_seconds_bucket{streamed="true"}', streamed!.traceId);
+      await exemplarsOf('gateway_added_latency_seconds_bucket{tier="eu"}', whole!.traceId);
+      await exemplarsOf('gateway_time_to_first_token_seconds_bucket', streamed!.traceId);
+      // Each service's gRPC server time: the latest call in a bucket wins, so either request's trace may be there.
+      for (const service of ['auth', 'policy', 'quota', 'router']) {
+        const selector = `gateway_grpc_server_handling_seconds_bucket{service="${service}"}`;
+        await exemplarsOf(selector, whole!.traceId, streamed!.traceId);
+      }
+      // The requests are counted by their keys' tier (EU keys).
+      const byTier = await prometheus.query<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(
+        `query?query=${encodeURIComponent('sum by (tier) (gateway_http_requests_total{route="messages",status="200"})')}`,
+      );
+      expect(byTier.result.map((series) => series.metric.tier)).toEqual(['eu']);
+    } finally {
+      await prometheus.stop();
+    }
+  }, 90_000);
 
   it('the prompt reaches no span, attribute, event, log line or metric', async () => {
     expect(receiver.bodies.length).toBeGreaterThan(0);

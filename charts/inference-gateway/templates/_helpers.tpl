@@ -355,6 +355,25 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 
+{{/* Where the Helm hooks' pods run (`hooks`): PriorityClass, nodeSelector, tolerations, affinity. */}}
+{{- define "gateway.hookPlacement" -}}
+{{- with .Values.hooks.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.hooks.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.hooks.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.hooks.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
 {{/* The regional providers' credentials for the router: the AWS keys and the Google key file, when their Secrets are named. */}}
 {{- define "gateway.regionalProviderEnv" -}}
 {{- with .Values.regionalProviders.aws.existingSecret }}

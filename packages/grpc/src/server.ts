@@ -19,7 +19,7 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import type { GrpcTransport } from '@gw/config';
 import { gatewayError, internalErrorMessage } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
-import { requestLogFields } from '@gw/telemetry';
+import { requestLogFields, sampledTraceId } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
 import { grpcServiceDefinition } from './definition';
 import { clientKeepaliveTimeMs } from './client';
@@ -50,6 +50,8 @@ export interface FinishedCall {
   durationSeconds: number;
   /** The request the call served, when the caller sent a well-formed id. */
   requestId?: string;
+  /** The trace id of the call's server span when it is sampled (the exemplar of its duration). */
+  traceId?: string;
 }
 
 export interface CallHooks {
@@ -84,6 +86,7 @@ function finish(
     code: codeNames[code] ?? String(code),
     durationSeconds: Number(process.hrtime.bigint() - startedAt) / 1e9,
     requestId: context.requestId,
+    traceId: sampledTraceId(span),
   });
 }
 

@@ -160,6 +160,11 @@ export function sampledTraceId(span: Span | undefined): string | undefined {
   return spanContext.traceFlags & TraceFlags.SAMPLED ? spanContext.traceId : undefined;
 }
 
+/** The trace id of a trace context's span when it is sampled (the exemplar of a request's latencies). */
+export function sampledTraceIdOf(traceContext: Context | undefined): string | undefined {
+  return traceContext === undefined ? undefined : sampledTraceId(trace.getSpan(traceContext));
+}
+
 /** The W3C traceparent of a trace context's span, for a carrier of our own (a multiplexed frame, a usage event). */
 export function traceparentOf(traceContext: Context | undefined): string | undefined {
   if (!active || traceContext === undefined || trace.getSpan(traceContext) === undefined) return undefined;

@@ -1,7 +1,7 @@
 import { isErrorType } from '@gw/errors';
-import type { GatewayError } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
-import { Counter, Gauge, Histogram } from '@gw/telemetry';
+import { Counter, Gauge, Histogram, histogramWithExemplars, observeWithTraceId } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
 import { usageCappedMetric } from '@gw/usage';
 import type { UsageCounts as TokenCounts } from '@gw/usage';
@@ -33,10 +33,14 @@ export const authFailureReasons = [
 ] as const;
 /** A key's residency tier as the catalogue names it; `unspecified` for a key without a valid one. */
 const residencyTiers = ['uk', 'eu', 'unspecified'] as const;
-const tierNames: Partial<Record<commonv1.Residency, (typeof residencyTiers)[number]>> = {
+type TierLabel = (typeof residencyTiers)[number];
+const tierNames: Partial<Record<commonv1.Residency, TierLabel>> = {
   [commonv1.Residency.UK]: 'uk',
   [commonv1.Residency.EU]: 'eu',
 };
+const tierOf = (residency: commonv1.Residency): TierLabel => tierNames[residency] ?? 'unspecified';
+/** The `tier` of a request no key was verified for (refused before, or by, the key check; no route). */
+export const noKeyTier = 'none';
 const tokenKinds = ['input', 'output', 'cache_read', 'cache_write'] as const;
 type Environment = 'live' | 'test';
 /** The label of any value outside a fixed set (a model outside the catalogue, a region not configured). */
@@ -51,6 +55,15 @@ export interface FinishedRequest {
   errorType: string;
   streamed: boolean;
   seconds: number;
+  /** The request as the key check saw it (watchKeys): its key's tier labels the request. */
+  caller: object | undefined;
+  /** The request's trace id when its trace is sampled: the exemplar of its duration. */
+  traceId: string | undefined;
+}
+
+/** The request path's key check (the pipeline's KeyVerifier), as far as the metrics read it. */
+export interface KeyCheck<Scope extends object> {
+  verify(presentedKey: string, sourceAddress: string, scope: Scope): Promise<Result<commonv1.KeyContext>>;
 }
 
 /** What the messages pipeline reports once a request is settled. */
@@ -74,11 +87,14 @@ export interface SettledRequest {
 }
 
 export interface EdgeMetrics {
+  /** The same key check, remembering the tier of the key each request was verified as (nothing else). */
+  watchKeys<Scope extends object>(keys: KeyCheck<Scope>): KeyCheck<Scope>;
   requestStarted(route: Route): void;
   requestFinished(request: FinishedRequest): void;
   /** Every refusal the edge sends: limit, residency and key refusals are counted by their reason. */
   refused(error: GatewayError): void;
-  settled(request: SettledRequest): void;
+  /** `traceId`: the request's trace id when its trace is sampled, the exemplar of its latencies. */
+  settled(request: SettledRequest, traceId?: string): void;
   usageHanded(): void;
   usageDurable(): void;
   usageAcknowledged(): void;
@@ -112,37 +128,45 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
 
   const requests = new Counter({
     name: 'gateway_http_requests_total',
-    help: 'Public HTTP requests answered, by route, method, status and error type (none for success).',
-    labelNames: ['route', 'method', 'status', 'error_type'],
+    help: "Public HTTP requests answered, by route, method, status, error type (none for success) and the key's residency tier (none without a verified key).",
+    labelNames: ['route', 'method', 'status', 'error_type', 'tier'],
     registers,
   });
-  const duration = new Histogram({
-    name: 'gateway_http_request_duration_seconds',
-    help: 'Time from a request arriving to its response ending (a stream: its last event), by route and streamed.',
-    labelNames: ['route', 'streamed'],
-    buckets: durationBuckets,
-    registers,
-  });
+  // The latency histograms carry the trace id of a sampled request as their bucket's exemplar (served to a
+  // scraper that asks for OpenMetrics), so that a slow bucket on a dashboard leads to a trace.
+  const duration = histogramWithExemplars(
+    {
+      name: 'gateway_http_request_duration_seconds',
+      help: 'Time from a request arriving to its response ending (a stream: its last event), by route and streamed.',
+      labelNames: ['route', 'streamed'],
+      buckets: durationBuckets,
+    },
+    registry,
+  );
   const inFlight = new Gauge({
     name: 'gateway_http_requests_in_flight',
     help: 'Public HTTP requests arrived and not yet answered, by route.',
     labelNames: ['route'],
     registers,
   });
-  const firstToken = new Histogram({
-    name: 'gateway_time_to_first_token_seconds',
-    help: 'Time from a streamed request arriving to its first content_block_delta written, by model and region.',
-    labelNames: ['model', 'region'],
-    buckets: firstTokenBuckets,
-    registers,
-  });
-  const added = new Histogram({
-    name: 'gateway_added_latency_seconds',
-    help: "The gateway's own time in a whole (not streamed) answer that succeeded: its duration minus the time from the router call to the router's first event; by the key's residency tier.",
-    labelNames: ['tier'],
-    buckets: addedBuckets,
-    registers,
-  });
+  const firstToken = histogramWithExemplars(
+    {
+      name: 'gateway_time_to_first_token_seconds',
+      help: 'Time from a streamed request arriving to its first content_block_delta written, by model and region.',
+      labelNames: ['model', 'region'],
+      buckets: firstTokenBuckets,
+    },
+    registry,
+  );
+  const added = histogramWithExemplars(
+    {
+      name: 'gateway_added_latency_seconds',
+      help: "The gateway's own time in a whole (not streamed) answer that succeeded: its duration minus the time from the router call to the router's first event; by the key's residency tier.",
+      labelNames: ['tier'],
+      buckets: addedBuckets,
+    },
+    registry,
+  );
   const tokens = new Counter({
     name: 'gateway_tokens_total',
     help: 'Tokens consumed by /v1/messages requests, by model, kind and key environment.',
@@ -264,8 +288,16 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     return child;
   };
   for (const model of [...models, other]) childrenOf(model);
+  const tierOfRequests = new WeakMap<object, TierLabel>();
 
   return {
+    watchKeys: (keys) => ({
+      verify: async (presentedKey, sourceAddress, scope) => {
+        const verified = await keys.verify(presentedKey, sourceAddress, scope);
+        if (verified.ok) tierOfRequests.set(scope, tierOf(verified.value.residency));
+        return verified;
+      },
+    }),
     addLabelValues(added) {
       for (const region of added.regions) regions.add(region);
       for (const model of added.models) {
@@ -281,9 +313,15 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
         method: methodLabel(request.method),
         status: String(request.status),
         error_type: request.errorType,
+        tier: (request.caller && tierOfRequests.get(request.caller)) ?? noKeyTier,
       });
       const byStreamed = durationByRoute.get(request.route)!;
-      (request.streamed ? byStreamed.streamed : byStreamed.whole).observe(request.seconds);
+      if (request.traceId === undefined) {
+        (request.streamed ? byStreamed.streamed : byStreamed.whole).observe(request.seconds);
+      } else {
+        const labels = { route: request.route, streamed: String(request.streamed) };
+        observeWithTraceId(duration, labels, request.seconds, request.traceId);
+      }
     },
     refused(error) {
       if (error.reason === undefined) return;
@@ -295,7 +333,7 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
         residencyByTier.get(error.reason)?.inc();
       }
     },
-    settled(request) {
+    settled(request, traceId) {
       const model = modelLabel(request.model);
       const children = childrenOf(model);
       const counts = children.tokens[request.environment === commonv1.Environment.LIVE ? 'live' : 'test'];
@@ -312,14 +350,16 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
       ).observe(request.seconds);
       if (request.firstTokenSeconds !== undefined) {
         const region = regionLabel(request.region);
-        childIn(children.firstToken, region, () => firstToken.labels({ model, region })).observe(
-          request.firstTokenSeconds,
-        );
+        const child = childIn(children.firstToken, region, () => firstToken.labels({ model, region }));
+        if (traceId === undefined) child.observe(request.firstTokenSeconds);
+        else observeWithTraceId(firstToken, { model, region }, request.firstTokenSeconds, traceId);
         children.genAiFirstToken.observe(request.firstTokenSeconds);
       }
       if (request.completed && !request.streamed && request.routerFirstEventSeconds !== undefined) {
-        const tier = tierNames[request.residency] ?? 'unspecified';
-        addedByTier.get(tier)!.observe(Math.max(0, request.seconds - request.routerFirstEventSeconds));
+        const tier = tierOf(request.residency);
+        const seconds = Math.max(0, request.seconds - request.routerFirstEventSeconds);
+        if (traceId === undefined) addedByTier.get(tier)!.observe(seconds);
+        else observeWithTraceId(added, { tier }, seconds, traceId);
       }
     },
     usageHanded: () => handed!.inc(),

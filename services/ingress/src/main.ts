@@ -13,6 +13,7 @@ import {
   startTracing,
   requestLogFields,
   configReloadReporter,
+  sampledTraceIdOf,
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { BodyBudget, heldBodyBytesGauge } from '@gw/workers';
@@ -154,7 +155,7 @@ void runOrExit(async () => {
     createPublicApp(
       {
         clients,
-        keys: refusals.watch(keys),
+        keys: edgeMetrics.watchKeys(refusals.watch(keys)),
         authorize: authorizeLocallyOrWithPolicy(
           catalogueFollower,
           clients.policy,
@@ -190,7 +191,7 @@ void runOrExit(async () => {
           );
         },
         reportSettled: (settled, request) => {
-          edgeMetrics.settled(settled);
+          edgeMetrics.settled(settled, sampledTraceIdOf(request.traceContext));
           traceSettledRequest(settled, request.traceContext);
         },
         logRequest: (request, fields) => requestLog.info({ ...requestLogFields(request), ...fields }),

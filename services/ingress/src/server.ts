@@ -6,7 +6,7 @@ import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
 import { droppedBetasHeader, droppedBetasHeaderValue } from '@gw/catalogue';
 import { sourceAddress } from '@gw/addresses';
-import { requestLogFields } from '@gw/telemetry';
+import { requestLogFields, sampledTraceIdOf } from '@gw/telemetry';
 import type { PlanConfig } from '@gw/config';
 import type { Logger } from '@gw/telemetry';
 import { requireKnownHost } from './admin/host-check';
@@ -173,6 +173,8 @@ function observeRequests(metrics: EdgeMetrics, refusals: PublicAppOptions['refus
           (response.writableFinished ? 'none' : clientClosedType),
         streamed: String(response.getHeader('content-type')).startsWith('text/event-stream'),
         seconds: (performance.now() - startedAt) / 1000,
+        caller: response.locals.caller as CallerRequest | undefined,
+        traceId: sampledTraceIdOf(requestTraceContext(response)),
       });
     });
     next();

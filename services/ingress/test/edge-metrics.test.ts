@@ -1,9 +1,10 @@
-import { gatewayError } from '@gw/errors';
+import { gatewayError, ok } from '@gw/errors';
+import { create } from '@bufbuild/protobuf';
 import { commonv1 } from '@gw/proto';
 import { startMetricsServer } from '@gw/telemetry';
 import type { MetricsServer } from '@gw/telemetry';
 import { createEdgeMetrics, routeOf, streamErrorType } from '../src/edge-metrics';
-import type { SettledRequest } from '../src/edge-metrics';
+import type { FinishedRequest, SettledRequest } from '../src/edge-metrics';
 
 const settled = (overrides: Partial<SettledRequest> = {}): SettledRequest => ({
   model: 'claude-sonnet-5',
@@ -20,6 +21,20 @@ const settled = (overrides: Partial<SettledRequest> = {}): SettledRequest => ({
   residency: commonv1.Residency.EU,
   ...overrides,
 });
+
+const finished = (overrides: Partial<FinishedRequest> = {}): FinishedRequest => ({
+  route: 'messages',
+  method: 'POST',
+  status: 200,
+  errorType: 'none',
+  streamed: false,
+  seconds: 0.3,
+  caller: undefined,
+  traceId: undefined,
+  ...overrides,
+});
+const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+const openMetricsAccept = 'application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5';
 
 let server: MetricsServer;
 beforeEach(async () => {
@@ -108,6 +123,53 @@ describe('edge metrics', () => {
     metrics.settled(settled());
     expect(await value('gateway_added_latency_seconds_count', { tier: 'uk' })).toBe(1);
     expect(await value('gateway_added_latency_seconds_count', { tier: 'eu' })).toBe(2);
+  });
+
+  it("labels each request with its key's residency tier, none when no key was verified for it", async () => {
+    const { metrics, value } = metricsUnderTest();
+    const residencyOf: Record<string, commonv1.Residency> = {
+      'key-uk': commonv1.Residency.UK,
+      'key-eu': commonv1.Residency.EU,
+      'key-without-tier': commonv1.Residency.UNSPECIFIED,
+    };
+    const keys = metrics.watchKeys<{ requestId: string }>({
+      verify: (presentedKey) =>
+        Promise.resolve(
+          presentedKey in residencyOf
+            ? ok(create(commonv1.KeyContextSchema, { residency: residencyOf[presentedKey] }))
+            : { ok: false as const, error: gatewayError('authentication_error', 'x', { reason: 'unknown' }) },
+        ),
+    });
+    const callers = ['key-uk', 'key-eu', 'key-eu', 'key-without-tier', 'no-such-key'].map((key, index) => ({
+      key,
+      scope: { requestId: String(index) },
+    }));
+    for (const { key, scope } of callers) await keys.verify(key, '127.0.0.1', scope);
+    for (const { scope } of callers) metrics.requestFinished(finished({ caller: scope }));
+    metrics.requestFinished(finished({ status: 404, errorType: 'not_found_error', route: 'other' }));
+    const requests = (tier: string) => value('gateway_http_requests_total', { tier });
+    expect([await requests('uk'), await requests('eu'), await requests('unspecified')]).toEqual([1, 2, 1]);
+    expect(await requests('none')).toBe(2);
+    expect(await value('gateway_http_requests_total', { tier: 'none', status: '404' })).toBe(1);
+  });
+
+  it("keeps a sampled request's trace id as the exemplar of its latencies, served in OpenMetrics only", async () => {
+    const { metrics } = metricsUnderTest();
+    metrics.requestFinished(finished({ seconds: 0.3, traceId }));
+    metrics.settled(settled({ seconds: 1.5, routerFirstEventSeconds: 1.25 }), traceId);
+    metrics.settled(settled({ streamed: true, firstTokenSeconds: 0.6 }), traceId);
+    metrics.requestFinished(finished({ seconds: 0.007 }));
+    const scrape = async (accept: string) =>
+      (await fetch(`http://127.0.0.1:${server.port}/metrics`, { headers: { accept } })).text();
+    const open = await scrape(openMetricsAccept);
+    const exemplar = (series: string, bucket: string, value: string) =>
+      new RegExp(`^${series}_bucket\\{le="${bucket}"[^}]*\\} \\d+ # \\{trace_id="${traceId}"\\} ${value} `, 'm');
+    expect(open).toMatch(exemplar('gateway_http_request_duration_seconds', '0.5', '0.3'));
+    expect(open).toMatch(exemplar('gateway_added_latency_seconds', '0.25', '0.25'));
+    expect(open).toMatch(exemplar('gateway_time_to_first_token_seconds', '0.75', '0.6'));
+    // A request without a sampled trace is counted, with no exemplar.
+    expect(open).toMatch(/^gateway_http_request_duration_seconds_bucket\{le="0.01",[^}]*streamed="false"[^}]*\} 1$/m);
+    expect(await scrape('text/plain')).not.toContain(traceId);
   });
 
   it('counts refusals by the reason they carry, and nothing for an error without one', async () => {
