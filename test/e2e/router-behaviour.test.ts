@@ -151,7 +151,8 @@ describe('the test-key stub through the gateway', () => {
 describe('a client that goes away mid-stream', () => {
   it('makes the simulated upstream see its connection closed within 100 ms', async () => {
     const key = await liveKey('pro', 'eu');
-    const simEu = h.simUrls[0]!;
+    // Bedrock in Ireland, the model's first EU pool: its event stream is cut as promptly as SSE.
+    const simEu = h.simUrls[4]!;
     const marker = `disconnect-${Date.now()}`;
     // The log is polled below: bodies of earlier tests (some of tens of MiB) would make each poll slow.
     await fetch(`${simEu}/_sim/requests`, { method: 'DELETE' });

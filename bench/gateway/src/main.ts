@@ -195,6 +195,14 @@ class Run {
       streamed,
       (result) => result.firstTokenMs,
     );
+    // The same upstream, its answer framed as Bedrock's event stream, through a Bedrock pool: the gateway
+    // signs each request with SigV4 and decodes the frames; direct is still the upstream's own SSE.
+    const bedrock = await this.compareLatency(true, benchModels.bedrock);
+    this.printLatency(
+      '(b2) added time to first token, streamed through a Bedrock pool (SigV4, event stream), concurrency 1',
+      bedrock,
+      (result) => result.firstTokenMs,
+    );
 
     const roots = this.processRoots(infra.ports, mock.pid);
     const steps = await this.rampThroughput(roots, throughputUrl);
@@ -211,8 +219,7 @@ class Run {
       await this.printProfiles(profileDir, ageAtFirstRequest);
     }
     const failed =
-      peerFailed ||
-      [whole.direct, whole.gateway, streamed.direct, streamed.gateway].some((result) => result.errors > 0);
+      peerFailed || [whole, streamed, bedrock].some((series) => series.direct.errors > 0 || series.gateway.errors > 0);
     if (failed) process.stderr.write('some requests of the latency series failed: see the first errors above\n');
     return failed ? 1 : 0;
   }
@@ -374,13 +381,17 @@ class Run {
 
   /**
    * Warm-up, then direct and gateway in alternating blocks, so that noise from elsewhere hits both
-   * alike; stops early, after whole blocks, when the time budget is spent.
+   * alike; stops early, after whole blocks, when the time budget is spent. `gatewayModel`: the alias the
+   * gateway is asked for (the latency listener through another pool); direct is always the listener itself.
    */
-  private async compareLatency(streamed: boolean): Promise<LatencyComparison> {
+  private async compareLatency(
+    streamed: boolean,
+    gatewayModel: string = benchModels.latency,
+  ): Promise<LatencyComparison> {
     const { settings } = this;
     const jobs = (requests: number) => ({
       direct: jobFor(this.direct, benchModels.latency, streamed, { concurrency: 1, requests }),
-      gateway: jobFor(this.gateway, benchModels.latency, streamed, { concurrency: 1, requests }),
+      gateway: jobFor(this.gateway, gatewayModel, streamed, { concurrency: 1, requests }),
     });
     const warmUp = jobs(settings.BENCH_WARMUP_REQUESTS);
     for (const result of [await this.runJob(warmUp.direct), await this.runJob(warmUp.gateway)]) {
