@@ -181,6 +181,20 @@ describe('an EU key served by Vertex AI first', () => {
   });
 });
 
+describe('upstream errors through Vertex AI', () => {
+  it('maps a refusal before the first byte and an error event after it', async () => {
+    await expect(eu.messages.create(ask('Refuse this sim:error=400'))).rejects.toMatchObject({
+      status: 400,
+      error: { error: { type: 'invalid_request_error' } },
+    });
+    const stream = eu.messages.stream(ask('One two three four sim:stream-error-after=2'));
+    await expect(stream.finalMessage()).rejects.toMatchObject({ error: { error: { type: 'overloaded_error' } } });
+    // Neither went to Bedrock: a refusal is the caller's, and after the first byte there is no failover.
+    expect(await recorded(bedrockEu)).toEqual([]);
+    expect(await recorded(vertexEu)).toHaveLength(2);
+  });
+});
+
 describe('revocation mid-stream through the regional providers', () => {
   it.each([
     ['Bedrock in London', 'uk' as const, () => bedrockUk],
