@@ -4,6 +4,7 @@ import type { RecordedRequest } from '@gw/sim-upstream';
 import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
 import { admin } from './http';
+import { scrape, total } from './prometheus';
 import { waitForUsageRow } from './usage';
 
 /**
@@ -110,13 +111,20 @@ describe('a UK key served by Bedrock in London', () => {
     expect(thought.content[0]).toMatchObject({ thinking: 'Think about Bath' });
   });
 
-  it('passes the betas Bedrock supports and names the dropped ones in x-gateway-dropped-betas', async () => {
+  it('passes the betas Bedrock supports and names the dropped ones in x-gateway-dropped-betas and a metric', async () => {
+    const dropped = async () =>
+      total(await scrape(h.metricsUrls.router!), 'gateway_upstream_betas_dropped_total', {
+        provider: 'bedrock',
+        beta: 'claude-code-20250219',
+      });
+    const before = await dropped();
     const { response } = await uk.messages
       .create(ask('Betas'), {
         headers: { 'anthropic-beta': 'interleaved-thinking-2025-05-14,claude-code-20250219' },
       })
       .withResponse();
     expect(response.headers.get('x-gateway-dropped-betas')).toBe('claude-code-20250219');
+    expect(await dropped()).toBe(before + 1);
     expect((await recorded(bedrockUk))[0]?.body).toMatchObject({ anthropic_beta: ['interleaved-thinking-2025-05-14'] });
   });
 
@@ -177,6 +185,39 @@ describe('an EU key served by Vertex AI first', () => {
     expect(textOf(await eu.messages.stream(ask('Streamed from Eemshaven')).finalMessage())).toBe(
       'Streamed from Eemshaven',
     );
+    expect(await recorded(bedrockEu)).toEqual([]);
+  });
+});
+
+describe('content through Vertex AI', () => {
+  it('calls a tool, thinks, reports cache counts and passes images and documents as sent', async () => {
+    const tool: Anthropic.Tool = {
+      name: 'get_weather',
+      description: 'The weather in a city.',
+      input_schema: { type: 'object', properties: { echo: { type: 'string' } } },
+    };
+    const called = await eu.messages.create({ ...ask('Weather in Utrecht? sim:tool-call'), tools: [tool] });
+    expect(called.stop_reason).toBe('tool_use');
+    expect(called.content[0]).toMatchObject({ type: 'tool_use', name: 'get_weather' });
+
+    const thought = await eu.messages
+      .stream({ ...ask('Think about Delft'), max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 } })
+      .finalMessage();
+    expect(thought.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+
+    const cached = await eu.messages.create(ask('Cached sim:cache-read=120 sim:cache-write=30'));
+    expect(cached.usage).toMatchObject({ cache_read_input_tokens: 120, cache_creation_input_tokens: 30 });
+
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+    const content: Anthropic.ContentBlockParam[] = [
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+      { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'A short document.' } },
+      { type: 'text', text: 'Describe both' },
+    ];
+    expect(textOf(await eu.messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content }] }))).toBe(
+      'Describe both',
+    );
+    expect((await recorded(vertexEu)).at(-1)?.body).toMatchObject({ messages: [{ role: 'user', content }] });
     expect(await recorded(bedrockEu)).toEqual([]);
   });
 });
