@@ -20,7 +20,8 @@ import { admin, rawRequest } from './http';
 
 const h = harness();
 const model = 'claude-sonnet-5';
-const simUrl = h.simUrls[0]!;
+/** Bedrock in Ireland, the first pool of the model for an EU key (deploy/local/gateway.yaml). */
+const simUrl = h.simUrls[4]!;
 
 /** A fresh account and key, so that /v1/usage counts this test's calls alone. */
 async function freshKey(environment: 'live' | 'test'): Promise<string> {
@@ -36,14 +37,14 @@ async function freshKey(environment: 'live' | 'test'): Promise<string> {
   return key.body.key;
 }
 
-/** The Messages calls the simulated upstream has received since the last clear, each answered in full. */
+/** The InvokeModel calls the simulated upstream has received since the last clear, each answered in full. */
 async function upstreamCalls(count: number): Promise<RecordedRequest[]> {
   return waitUntil(
     async () => {
       const log = (await (await fetch(`${simUrl}/_sim/requests`)).json()) as RecordedRequest[];
-      return log.filter((entry) => entry.path.split('?')[0] === '/v1/messages');
+      return log.filter((entry) => /^\/model\/[^/]+\/invoke/.test(entry.path));
     },
-    { what: `${count} completed Messages calls at the simulated upstream` },
+    { what: `${count} completed InvokeModel calls at the simulated Bedrock` },
     (calls) => calls.length >= count && calls.every((call) => call.outcome === 'completed'),
   );
 }
@@ -122,7 +123,7 @@ describe('the Vercel AI SDK (@ai-sdk/anthropic)', () => {
     const calls = await upstreamCalls(1);
     expect(calls).toHaveLength(1);
     expect(lastUserText(calls[0]!)).toBe(prompt);
-    expect(calls[0]!.headers['anthropic-version']).toBeDefined();
+    expect(calls[0]!.body).toMatchObject({ anthropic_version: 'bedrock-2023-05-31' });
     await expectBilled(key, calls, [{ input: result.usage.inputTokens!, output: result.usage.outputTokens! }]);
   });
 
@@ -136,7 +137,7 @@ describe('the Vercel AI SDK (@ai-sdk/anthropic)', () => {
     expect(pieces.join('')).toBe(prompt);
     const usage = await result.usage;
     const calls = await upstreamCalls(1);
-    expect((calls[0]!.body as { stream?: boolean }).stream).toBe(true);
+    expect(calls[0]!.path).toMatch(/\/invoke-with-response-stream$/);
     expect(lastUserText(calls[0]!)).toBe(prompt);
     await expectBilled(key, calls, [{ input: usage.inputTokens!, output: usage.outputTokens! }]);
   });
@@ -229,7 +230,7 @@ describe("LangChain's Anthropic chat model (@langchain/anthropic)", () => {
     expect(textChunks).toBeGreaterThan(1);
     expect(whole!.text).toBe(prompt);
     const calls = await upstreamCalls(1);
-    expect((calls[0]!.body as { stream?: boolean }).stream).toBe(true);
+    expect(calls[0]!.path).toMatch(/\/invoke-with-response-stream$/);
     // LangChain adds message_start's output_tokens to message_delta's, which is already the total:
     // the upstream reported one output token per echoed word, and that is what must be billed.
     const reported = { input: usageOf(whole!).input, output: echoChunks(prompt).length };

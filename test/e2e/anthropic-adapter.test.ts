@@ -10,7 +10,8 @@ import type { Replica } from './replicas';
  */
 
 const h = harness();
-const model = 'claude-sonnet-5';
+/** Served by the Anthropic API alone (Claude Sonnet 5 goes to Bedrock first: regional-providers.test.ts). */
+const model = 'claude-haiku-4-5';
 /** A second ingress with a short ping interval, on its own ports beside the stack's. */
 const pinging = { http: 21091, admin: 21092, metrics: 21093 };
 const pingIntervalMs = 300;

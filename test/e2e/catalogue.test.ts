@@ -196,7 +196,9 @@ describe('model catalogue, residency and validation', () => {
     const received = await Promise.all(
       h.simUrls.map(async (url) => ((await (await fetch(`${url}/_sim/requests`)).json()) as unknown[]).length),
     );
-    expect(received).toEqual([1, 1, 0, 0, 0, 0]);
+    // Listeners: Anthropic EU and UK, OpenAI-compatible, Bedrock London, Bedrock Ireland, Vertex: the
+    // model's first pool in each tier is Bedrock's, in London for the UK key and in Ireland for the EU one.
+    expect(received).toEqual([0, 0, 0, 1, 1, 0]);
   });
 
   it('counts tokens with the same checks', async () => {

@@ -16,7 +16,13 @@ import { admin } from './http';
  */
 
 const h = harness();
-const euSim = h.simUrls[0]!;
+/**
+ * Where an EU key's calls go (deploy/local/gateway.yaml): the main model first to Bedrock in Ireland, the small
+ * fast model to the Anthropic API. Through Bedrock, Claude Code's own betas (claude-code-*) are dropped and
+ * named, not refused, and its query string (`?beta=true`) is not sent, InvokeModel having none.
+ */
+const bedrockSim = h.simUrls[4]!;
+const anthropicSim = h.simUrls[0]!;
 
 /** What `claude -p --output-format json` prints at the end of a run. */
 interface RunResult {
@@ -109,11 +115,21 @@ async function claudeCode(key: string, prompt: string, directory = 'project'): P
   return result;
 }
 
+/** The model calls both simulators received: Bedrock's InvokeModel ones first, then the Anthropic API's. */
 async function simRequests(): Promise<RecordedRequest[]> {
-  return (await (await fetch(`${euSim}/_sim/requests`)).json()) as RecordedRequest[];
+  const logs = await Promise.all(
+    [bedrockSim, anthropicSim].map(
+      async (url) => (await (await fetch(`${url}/_sim/requests`)).json()) as RecordedRequest[],
+    ),
+  );
+  return logs.flat();
 }
 
-const clearSim = () => fetch(`${euSim}/_sim/requests`, { method: 'DELETE' });
+const isModelCall = (request: RecordedRequest) =>
+  request.path.startsWith('/v1/messages') || /^\/model\/[^/]+\/invoke/.test(request.path);
+
+const clearSim = () =>
+  Promise.all([bedrockSim, anthropicSim].map((url) => fetch(`${url}/_sim/requests`, { method: 'DELETE' })));
 
 interface UsageSums {
   requests: number;
@@ -183,16 +199,16 @@ describe('Claude Code through the gateway', () => {
     // The simulated upstream echoes the newest user message, which ends with the prompt.
     expect(result.result).toContain('Please echo this sentence.');
 
-    const received = (await simRequests()).filter((request) => request.path.startsWith('/v1/messages'));
+    const received = (await simRequests()).filter(isModelCall);
     expect(received.length).toBeGreaterThanOrEqual(1);
     const first = received[0]!;
-    expect(first.path).toBe('/v1/messages?beta=true');
-    const betas = String(first.headers['anthropic-beta']).split(',');
-    expect(betas).toEqual(expect.arrayContaining(['claude-code-20250219', 'interleaved-thinking-2025-05-14']));
-    const body = first.body as { messages: { role: string }[]; thinking?: unknown; model: string };
+    expect(first.path).toBe('/model/anthropic.claude-sonnet-5-20250929-v1%3A0/invoke-with-response-stream');
+    const body = first.body as { messages: { role: string }[]; thinking?: unknown; anthropic_beta?: string[] };
+    // The betas Bedrock supports arrive in the body; Claude Code's own is left out rather than refused.
+    expect(body.anthropic_beta).toEqual(expect.arrayContaining(['interleaved-thinking-2025-05-14']));
+    expect(body.anthropic_beta).not.toContain('claude-code-20250219');
     expect(body.messages.map((message) => message.role)).toContain('system');
     expect(body.thinking).toBeDefined();
-    expect(body.model).toBe('claude-sonnet-5');
 
     // What Claude Code was told it used is what the gateway recorded, call for call.
     const usage = await recordedUsage(id, received.length);
@@ -220,7 +236,7 @@ describe('Claude Code through the gateway', () => {
     );
     expect(result.result).toContain('[EMAIL_1]');
 
-    const received = (await simRequests()).filter((request) => request.path.startsWith('/v1/messages'));
+    const received = (await simRequests()).filter(isModelCall);
     expect(received.length).toBeGreaterThanOrEqual(1);
     for (const request of received) {
       const sent = JSON.stringify(request.body);

@@ -23,9 +23,14 @@ import { waitForUsageRow } from './usage';
  */
 
 const h = harness();
-/** The simulators: EU Anthropic pool, and the OpenAI-compatible pool (see deploy/local/gateway.yaml). */
+/**
+ * The simulators: EU Anthropic pool, the OpenAI-compatible pool and Bedrock in Ireland, the first EU pool
+ * of Claude Sonnet 5 (see deploy/local/gateway.yaml).
+ */
 const simAnthropic = h.simUrls[0]!;
 const simOpenAI = h.simUrls[2]!;
+const simBedrock = h.simUrls[4]!;
+/** Served first by Bedrock in Ireland for the EU tier. */
 const sonnet = 'claude-sonnet-5';
 /** Served by the EU Anthropic pool under its dated upstream id. */
 const haiku = 'claude-haiku-4-5';
@@ -40,6 +45,12 @@ const prices: Record<string, { input: number; output: number }> = {
   [llama]: { input: 0.2, output: 0.6 },
 };
 const thinking = { type: 'enabled' as const, budget_tokens: 1024 };
+
+/** What InvokeModel gets for a Messages body: the same without `model` and `stream`, with Bedrock's version. */
+function bedrockBody(params: Record<string, unknown>): Record<string, unknown> {
+  const { model: _model, stream: _stream, ...rest } = params;
+  return { ...rest, anthropic_version: 'bedrock-2023-05-31' };
+}
 
 type PrivacyMode = 'off' | 'flag' | 'redact' | 'tokenise';
 
@@ -195,12 +206,13 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 beforeEach(async () => {
   await fetch(`${simAnthropic}/_sim/requests`, { method: 'DELETE' });
   await fetch(`${simOpenAI}/_sim/requests`, { method: 'DELETE' });
+  await fetch(`${simBedrock}/_sim/requests`, { method: 'DELETE' });
 });
 
 describe('extended thinking', () => {
   const text = 'Think about the weather in Oslo';
 
-  it('Anthropic pool: thinking and redacted_thinking relayed exactly, streamed and not, counted as output', async () => {
+  it('Bedrock pool: thinking and redacted_thinking relayed exactly, streamed and not, counted as output', async () => {
     const account = await liveAccount();
     const ask = `${text} sim:redacted-thinking`;
     const params = { model: sonnet, max_tokens: 2048, thinking, messages: [{ role: 'user' as const, content: ask }] };
@@ -225,7 +237,7 @@ describe('extended thinking', () => {
       stop_sequence: null,
       usage: { input_tokens: input, output_tokens: output, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     });
-    expect((await upstreamRequestOf(simAnthropic, created)).body).toEqual({ ...params, model: sonnet });
+    expect((await upstreamRequestOf(simBedrock, created)).body).toEqual(bedrockBody(params));
 
     const streamed = await rawStream(account.key, params);
     expect(streamed.status).toBe(200);
@@ -381,7 +393,8 @@ describe('extended thinking', () => {
   });
 
   it.each([
-    ['Anthropic', sonnet, ''],
+    ['Bedrock', sonnet, ''],
+    ['Anthropic', haiku, ''],
     ['OpenAI', llama, ' sim:reasoning'],
   ])(
     'tokenise (%s pool): the upstream sees placeholders; the text comes back restored, thinking as signed, streamed and not',
@@ -402,7 +415,7 @@ describe('extended thinking', () => {
         expect(message.content[0]).toMatchObject({ type: 'thinking', thinking: expect.stringMatching(signedThinking) });
         expect(message.content[1]).toMatchObject({ type: 'text', text: ask });
       }
-      const simUrl = model === llama ? simOpenAI : simAnthropic;
+      const simUrl = model === llama ? simOpenAI : model === sonnet ? simBedrock : simAnthropic;
       const seen = JSON.stringify((await upstreamRequestOf(simUrl, response.headers.get('request-id')!)).body);
       expect(seen).not.toContain(email);
       expect(seen).not.toContain(phone);
@@ -416,7 +429,7 @@ describe('prompt caching', () => {
     { type: 'text' as const, text: 'A long and stable system prompt.', cache_control: { type: 'ephemeral' as const } },
   ];
 
-  it('Anthropic pool: cache_control passes through; cache counts reach the response, the event, /v1/usage and the allowance', async () => {
+  it('Bedrock pool: cache_control passes through; cache counts reach the response, the event, /v1/usage and the allowance', async () => {
     const account = await liveAccount();
     const params = {
       model: sonnet,
@@ -446,7 +459,7 @@ describe('prompt caching', () => {
     const { data: message, response } = await account.sdk.messages.create(params).withResponse();
     const created = response.headers.get('request-id')!;
     expect(message.usage).toEqual(usage);
-    expect((await upstreamRequestOf(simAnthropic, created)).body).toEqual({ ...params, model: sonnet });
+    expect((await upstreamRequestOf(simBedrock, created)).body).toEqual(bedrockBody(params));
 
     const streamed = await rawStream(account.key, params);
     expect(startOf(streamed.events).message.usage).toEqual({ ...usage, output_tokens: 1 });
@@ -556,7 +569,7 @@ describe('documents and images', () => {
   ];
 
   it.each<PrivacyMode>(['off', 'redact', 'tokenise'])(
-    'Anthropic pool, privacy %s: base64 images and PDFs reach the upstream untouched; text and URLs are scanned',
+    'Bedrock pool, privacy %s: base64 images and PDFs reach the upstream untouched; text and URLs are scanned',
     async (mode) => {
       const account = await liveAccount(mode);
       const text = `Summarise these. Call me on ${phone}.`;
@@ -564,7 +577,7 @@ describe('documents and images', () => {
       const { data: message, response } = await account.sdk.messages
         .create({ model: sonnet, max_tokens: 256, messages: [{ role: 'user', content }] })
         .withResponse();
-      const upstream = await upstreamRequestOf(simAnthropic, response.headers.get('request-id')!);
+      const upstream = await upstreamRequestOf(simBedrock, response.headers.get('request-id')!);
       const sent = (upstream.body as { messages: { content: unknown[] }[] }).messages[0]!.content;
       const url: Record<PrivacyMode, string> = {
         off: `https://images.example.com/${phone}.png`,
@@ -589,7 +602,7 @@ describe('documents and images', () => {
     },
   );
 
-  it('Anthropic pool, tokenise: a 20 MiB PDF crosses every hop byte for byte', async () => {
+  it('Bedrock pool, tokenise: a 20 MiB PDF crosses every hop byte for byte', async () => {
     const account = await liveAccount('tokenise');
     const data = randomBytes(15 * 1024 * 1024).toString('base64') + phone;
     const { response } = await account.sdk.messages
@@ -607,7 +620,7 @@ describe('documents and images', () => {
         ],
       })
       .withResponse();
-    const upstream = await upstreamRequestOf(simAnthropic, response.headers.get('request-id')!);
+    const upstream = await upstreamRequestOf(simBedrock, response.headers.get('request-id')!);
     const received = (upstream.body as { messages: { content: { source: { data: string } }[] }[] }).messages[0]!
       .content[0]!.source.data;
     expect({ length: received.length, sha256: sha256(received) }).toEqual({
@@ -741,13 +754,24 @@ describe('the model alias, message_start and anthropic-beta', () => {
     ]);
   });
 
+  // Every beta reaches the upstream only on the Anthropic API itself: Bedrock and Vertex take the ones they
+  // support (regional-providers.test.ts), so this case is served by Claude Haiku, on Anthropic alone.
   it('Anthropic pool: anthropic-beta reaches the upstream; an unknown beta fails as the upstream fails it', async () => {
     const account = await liveAccount();
-    const params = { model: sonnet, max_tokens: 64, messages: [{ role: 'user' as const, content: 'beta please' }] };
+    const params = { model: haiku, max_tokens: 64, messages: [{ role: 'user' as const, content: 'beta please' }] };
     const betas = ['prompt-caching-2024-07-31', 'pdfs-2024-09-25'];
     const { response } = await account.sdk.beta.messages.create({ ...params, betas }).withResponse();
     const upstream = await upstreamRequestOf(simAnthropic, response.headers.get('request-id')!);
     expect(upstream.headers['anthropic-beta']).toBe(betas.join(','));
+    // A query string (Claude Code sends `?beta=true`) reaches the Anthropic API as sent; InvokeModel has none.
+    const withQuery = await rawRequest(`${h.baseUrl}/v1/messages?beta=true`, {
+      headers: { 'x-api-key': account.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify(params),
+    });
+    expect(withQuery.status).toBe(200);
+    expect((await upstreamRequestOf(simAnthropic, String(withQuery.headers['request-id']))).path).toBe(
+      '/v1/messages?beta=true',
+    );
 
     const unknown = 'made-up-feature-2099-01-01';
     const message = `Unexpected value(s) \`${unknown}\` for the \`anthropic-beta\` header. Please consult our documentation at docs.anthropic.com or try again without the header.`;
@@ -757,7 +781,7 @@ describe('the model alias, message_start and anthropic-beta', () => {
         .create({ ...params, stream: true, betas: ['pdfs-2024-09-25', unknown] })
         .catch((error: unknown) => error),
       await account.sdk.beta.messages
-        .countTokens({ model: sonnet, messages: params.messages, betas: [unknown] })
+        .countTokens({ model: haiku, messages: params.messages, betas: [unknown] })
         .catch((error: unknown) => error),
     ];
     for (const refused of refusals) {

@@ -9,6 +9,7 @@ import {
   repoRoot,
   seedDemo,
   serviceNames,
+  writeSimWebIdentityToken,
   startServices,
   stateDir,
   stackGrpcTransport,
@@ -86,6 +87,8 @@ export default async function globalSetup(): Promise<void> {
         WEBHOOK_KEY_EXPIRY_SCAN_MS: '500',
       },
       grpcTls,
+      // The router's AWS chain assumes a role at the simulated STS with a service-account token (IRSA).
+      awsWebIdentityTokenFile: await writeSimWebIdentityToken(join(state.root, 'aws', 'web-identity-token')),
     });
   } catch (error) {
     // Jest runs no teardown after a failed setup: leave nothing running.

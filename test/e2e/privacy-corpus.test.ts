@@ -12,7 +12,14 @@ import type { CorpusCase, Placement } from './fixtures/privacy-corpus';
  */
 
 const h = harness();
+/** Served first by Bedrock in Ireland for these EU keys (deploy/local/gateway.yaml). */
 const model = 'claude-sonnet-5';
+
+/** The body InvokeModel gets for a request: the same without `model`, with Bedrock's `anthropic_version` last. */
+function asInvokeModelBody(body: Record<string, Json>): Record<string, Json> {
+  const { model: _model, ...rest } = body;
+  return { ...rest, anthropic_version: 'bedrock-2023-05-31' };
+}
 const SEED = 24;
 const modes = ['flag', 'redact', 'tokenise'] as const;
 type Mode = (typeof modes)[number];
@@ -167,9 +174,9 @@ async function runCase(keys: Record<Mode, string>, corpusCase: CorpusCase): Prom
   const flagged = Object.values(byMode.flag.flags).reduce((sum, count) => sum + count, 0);
   // Found under another type (a 9-digit passport number that also passes the BSN check) is found all the same.
   const ownFlags = near ? 0 : Math.min(flagged, 1);
+  const forwarded = JSON.stringify(asInvokeModelBody(body));
   const recalled = near
-    ? JSON.stringify(reached('redact')) === JSON.stringify(body) &&
-      JSON.stringify(reached('tokenise')) === JSON.stringify(body)
+    ? JSON.stringify(reached('redact')) === forwarded && JSON.stringify(reached('tokenise')) === forwarded
     : !leaked('redact') && !leaked('tokenise') && ownFlags >= 1;
   const roundTrip = byMode.tokenise.answer === lastUserText(body);
   return { corpusCase, recalled, extra: flagged - ownFlags, roundTrip, failures };

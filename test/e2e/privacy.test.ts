@@ -24,12 +24,15 @@ async function keyWithMode(privacyMode: 'flag' | 'redact' | 'tokenise'): Promise
   return key.body.key;
 }
 
+/** Bedrock in Ireland, the model's first pool for an EU key (deploy/local/gateway.yaml). */
+const upstreamUrl = h.simUrls[4]!;
+
 async function upstreamSaw(): Promise<string> {
-  const response = await fetch(`${h.simUrls[0]}/_sim/requests`);
+  const response = await fetch(`${upstreamUrl}/_sim/requests`);
   return JSON.stringify(await response.json());
 }
 
-const clearUpstream = () => fetch(`${h.simUrls[0]}/_sim/requests`, { method: 'DELETE' });
+const clearUpstream = () => fetch(`${upstreamUrl}/_sim/requests`, { method: 'DELETE' });
 const textOf = (message: Anthropic.Message) =>
   message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
 

@@ -25,7 +25,7 @@ const edits: [string, (yaml: string) => string, string][] = [
         "{ pool: bedrock-uk-london, upstreamModel: 'anthropic.claude",
         "{ pool: bedrock-uk-london, upstreamModel: 'global.anthropic.claude",
       ),
-    'models.claude-sonnet-regional.servedBy.0.upstreamModel: "global." profiles may route to any commercial region and are never inside a residency tier',
+    'models.claude-sonnet-5.servedBy.3.upstreamModel: "global." profiles may route to any commercial region and are never inside a residency tier',
   ],
   [
     'an eu. profile whose destinations are not declared',
@@ -34,7 +34,7 @@ const edits: [string, (yaml: string) => string, string][] = [
         "{ pool: bedrock-eu-ireland, upstreamModel: 'anthropic.claude",
         "{ pool: bedrock-eu-ireland, upstreamModel: 'eu.anthropic.claude",
       ),
-    'models.claude-sonnet-regional.servedBy.1.upstreamModel: "eu." profiles may route to eu-central-1, eu-central-2, eu-north-1, eu-south-1, eu-south-2, eu-west-1, eu-west-2, eu-west-3; the pool\'s processingRegions lack eu-central-1, eu-central-2, eu-north-1, eu-south-1, eu-south-2, eu-west-2, eu-west-3',
+    'models.claude-sonnet-5.servedBy.0.upstreamModel: "eu." profiles may route to eu-central-1, eu-central-2, eu-north-1, eu-south-1, eu-south-2, eu-west-1, eu-west-2, eu-west-3; the pool\'s processingRegions lack eu-central-1, eu-central-2, eu-north-1, eu-south-1, eu-south-2, eu-west-2, eu-west-3',
   ],
   [
     'the Vertex global location',
@@ -55,28 +55,33 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('residency refusals at start', () => {
-  it.each(edits)('refuses %s', async (name, edit, message) => {
-    const original = await readFile(join(repoRoot, 'deploy/local/gateway.yaml'), 'utf8');
-    const edited = edit(original);
-    expect(edited).not.toBe(original);
-    const path = join(dir, `${name.replace(/\W+/g, '-')}.yaml`);
-    await writeFile(path, edited);
-    for (const service of ['router', 'policy']) {
-      const failure = await run(process.execPath, [join(repoRoot, `services/${service}/dist/main.js`)], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          GATEWAY_CONFIG: path,
-          GRPC_INSECURE: 'true',
-          GRPC_PORT: '0',
-          METRICS_PORT: '0',
-        },
-        timeout: 10_000,
-      }).then(
-        () => undefined,
-        (error: { code?: number; stderr: string }) => error,
-      );
-      expect(failure?.code).toBe(2);
-      expect(failure?.stderr.trim()).toBe(`invalid gateway configuration: ${message}`);
-    }
-  });
+  it.each(edits)(
+    'refuses %s',
+    async (name, edit, message) => {
+      const original = await readFile(join(repoRoot, 'deploy/local/gateway.yaml'), 'utf8');
+      const edited = edit(original);
+      expect(edited).not.toBe(original);
+      const path = join(dir, `${name.replace(/\W+/g, '-')}.yaml`);
+      await writeFile(path, edited);
+      for (const service of ['router', 'policy']) {
+        const failure = await run(process.execPath, [join(repoRoot, `services/${service}/dist/main.js`)], {
+          env: {
+            PATH: process.env.PATH ?? '',
+            GATEWAY_CONFIG: path,
+            GRPC_INSECURE: 'true',
+            GRPC_PORT: '0',
+            METRICS_PORT: '0',
+          },
+          // Generous: on a loaded machine a process takes seconds to load its modules before it reads the file.
+          timeout: 30_000,
+        }).then(
+          () => undefined,
+          (error: { code?: number; stderr: string }) => error,
+        );
+        expect(failure?.code).toBe(2);
+        expect(failure?.stderr.trim()).toBe(`invalid gateway configuration: ${message}`);
+      }
+    },
+    90_000,
+  );
 });

@@ -149,14 +149,18 @@ describe('the test-key stub through the gateway', () => {
 });
 
 describe('a client that goes away mid-stream', () => {
-  it('makes the simulated upstream see its connection closed within 100 ms', async () => {
+  // Claude Sonnet 5's first EU pool is Bedrock in Ireland (an event stream); Claude Haiku's the Anthropic API (SSE).
+  it.each([
+    ['the Anthropic API', 'claude-haiku-4-5', 0],
+    ['Bedrock', model, 4],
+  ])('makes %s see its connection closed within 100 ms', async (_pool, streamModel, simIndex) => {
     const key = await liveKey('pro', 'eu');
-    const simEu = h.simUrls[0]!;
+    const simEu = h.simUrls[simIndex]!;
     const marker = `disconnect-${Date.now()}`;
     // The log is polled below: bodies of earlier tests (some of tens of MiB) would make each poll slow.
     await fetch(`${simEu}/_sim/requests`, { method: 'DELETE' });
     const stream = sdk(key).messages.stream({
-      model,
+      model: streamModel,
       max_tokens: 256,
       messages: [{ role: 'user', content: `sim:pace=200 ${marker} one two three four five six seven eight` }],
     });

@@ -30,8 +30,10 @@ SIM_ANTHROPIC_EU, SIM_ANTHROPIC_UK, SIM_OPENAI_EU, SIM_BEDROCK_UK, SIM_BEDROCK_E
     "GW_SIM_URLS"
 ].split(",")
 
-# Served by the upstream pool of the keys' residency (eu); the same model the TypeScript SDK tests use.
+# Served by the upstream pools of the keys' residency (eu); the same model the TypeScript SDK tests use.
 MODEL = "claude-sonnet-5"
+# Where MODEL's calls for an EU key go first: Bedrock in Ireland (then Vertex AI, then the Anthropic API).
+SIM_MODEL_EU = SIM_BEDROCK_EU
 # Served by one pool with one endpoint only, so that tests whose upstream fails know which endpoint failed.
 SINGLE_ENDPOINT_MODEL = "claude-haiku-4-5"
 

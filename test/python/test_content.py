@@ -23,6 +23,7 @@ from conftest import (
     LIVE_KEY,
     MODEL,
     SIM_ANTHROPIC_EU,
+    SIM_MODEL_EU,
     SIM_OPENAI_EU,
     async_client,
     create_account,
@@ -124,7 +125,7 @@ def test_thinking_is_sent_back_in_the_next_turn_untouched() -> None:
             ],
         )
     assert blocks(second)[-1] == {"type": "text", "text": marker}
-    sent = upstream_request(SIM_ANTHROPIC_EU, marker)["body"]["messages"][1]["content"]
+    sent = upstream_request(SIM_MODEL_EU, marker)["body"]["messages"][1]["content"]
     assert sent[0] == {"type": "thinking", "thinking": text, "signature": signature(text)}
 
 
@@ -163,7 +164,7 @@ def test_cache_counts_and_cache_control_pass_through() -> None:
         assert message.usage.cache_creation_input_tokens == 5
         assert message.usage.cache_read_input_tokens == 7
         assert message.usage.input_tokens == created.usage.input_tokens > 0
-    assert upstream_request(SIM_ANTHROPIC_EU, marker)["body"]["system"] == system
+    assert upstream_request(SIM_MODEL_EU, marker)["body"]["system"] == system
 
 
 def test_images_and_documents_reach_the_anthropic_upstream_untouched() -> None:
@@ -179,7 +180,7 @@ def test_images_and_documents_reach_the_anthropic_upstream_untouched() -> None:
     with client:
         message = client.messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": content}])
     assert blocks(message) == [{"type": "text", "text": marker}]
-    assert upstream_request(SIM_ANTHROPIC_EU, marker)["body"]["messages"] == [{"role": "user", "content": content}]
+    assert upstream_request(SIM_MODEL_EU, marker)["body"]["messages"] == [{"role": "user", "content": content}]
 
 
 def test_the_openai_adapter_translates_images_and_refuses_a_pdf() -> None:
@@ -241,14 +242,18 @@ def test_answers_name_the_alias_the_caller_asked_for(model: str, upstream_model:
 
 
 def test_anthropic_beta_reaches_the_upstream_and_an_unknown_one_fails_as_there() -> None:
+    # On the Anthropic API (Bedrock and Vertex take only the betas they support, test_regional.py).
     marker = "beta-marker"
     client, _ = sync_client(LIVE_KEY)
     with client:
         message = client.beta.messages.create(
-            **ask(marker, max_tokens=64), betas=["interleaved-thinking-2025-05-14", "context-1m-2025-08-07"]
+            **ask(marker, DATED_MODEL, max_tokens=64),
+            betas=["interleaved-thinking-2025-05-14", "context-1m-2025-08-07"],
         )
         with pytest.raises(anthropic.BadRequestError) as refused:
-            client.beta.messages.create(**ask("unknown beta", max_tokens=64), betas=["no-such-beta-2099-01-01"])
+            client.beta.messages.create(
+                **ask("unknown beta", DATED_MODEL, max_tokens=64), betas=["no-such-beta-2099-01-01"]
+            )
     assert message.content[0].type == "text" and message.content[0].text == marker
     headers = upstream_request(SIM_ANTHROPIC_EU, marker)["headers"]
     assert headers["anthropic-beta"] == "interleaved-thinking-2025-05-14,context-1m-2025-08-07"
@@ -299,7 +304,7 @@ def test_tokenise_restores_the_text_and_leaves_thinking_as_signed(model: str) ->
         assert thinking.type == "thinking" and email not in thinking.thinking
         assert thinking.thinking.startswith(text.split(email)[0]) and "today" in thinking.thinking
         assert answer.type == "text" and answer.text == text
-    sim_url = SIM_ANTHROPIC_EU if model == MODEL else SIM_OPENAI_EU
+    sim_url = SIM_MODEL_EU if model == MODEL else SIM_OPENAI_EU
     sent = upstream_request(sim_url, "today")
     assert email not in json.dumps(sent["body"])
 
@@ -337,7 +342,7 @@ def test_privacy_modes_scan_text_and_urls_and_leave_data_alone() -> None:
             messages=[{"role": "user", "content": [*media, {"type": "text", "text": f"{marker} mail {email}"}]}],
         )
     assert blocks(message) == [{"type": "text", "text": f"{marker} mail {email}"}]
-    sent = upstream_request(SIM_ANTHROPIC_EU, marker)["body"]["messages"][0]["content"]
+    sent = upstream_request(SIM_MODEL_EU, marker)["body"]["messages"][0]["content"]
     assert sent[:2] == media[:2]
     assert email not in sent[2]["source"]["url"]
     assert email not in sent[3]["text"] and sent[3]["text"].startswith(f"{marker} mail ")

@@ -1,12 +1,14 @@
 """The regional providers through the gateway, as the Python SDK sees them: claude-sonnet-regional is served by
-Bedrock in London for UK keys and by Bedrock in Ireland, then Vertex AI in the Netherlands, for EU keys. The
-simulators check the router's SigV4 signatures and Google tokens; their request logs show the provider bodies.
+Bedrock in London for UK keys and by Vertex AI in the Netherlands, then Bedrock in Ireland, for EU keys;
+claude-sonnet-5 by Bedrock in Ireland, then Vertex, then the Anthropic API, for EU keys. The simulators check the
+router's SigV4 signatures and Google tokens; their request logs show the provider bodies.
 """
 
 from __future__ import annotations
 
 import pytest
 from conftest import (
+    MODEL,
     SIM_BEDROCK_EU,
     SIM_BEDROCK_UK,
     SIM_VERTEX_EU,
@@ -65,7 +67,7 @@ async def test_eu_key_fails_over_from_bedrock_to_vertex() -> None:
     client, _ = async_client(live_key("eu"))
     text = "Python fails over sim:bedrock-unavailable"
     async with client.messages.stream(
-        model=REGIONAL_MODEL, max_tokens=128, messages=[{"role": "user", "content": text}]
+        model=MODEL, max_tokens=128, messages=[{"role": "user", "content": text}]
     ) as stream:
         message = await stream.get_final_message()
     assert message.content[0].text == text
@@ -73,3 +75,13 @@ async def test_eu_key_fails_over_from_bedrock_to_vertex() -> None:
     sent = upstream_request(SIM_VERTEX_EU, text)
     assert sent["path"].endswith(":streamRawPredict")
     assert sent["body"]["stream"] is True and sent["body"]["anthropic_version"] == "vertex-2023-10-16"
+
+
+def test_eu_key_counts_tokens_at_vertex() -> None:
+    client, _ = sync_client(live_key("eu"))
+    text = "Python counts in Eemshaven"
+    count = client.messages.count_tokens(model=REGIONAL_MODEL, messages=[{"role": "user", "content": text}])
+    assert count.input_tokens > 0
+    sent = upstream_request(SIM_VERTEX_EU, text)
+    assert sent["path"].endswith("/publishers/anthropic/models/count-tokens:rawPredict")
+    assert sent["body"]["model"] == "claude-sonnet-4-5@20250929"

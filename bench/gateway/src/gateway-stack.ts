@@ -26,8 +26,15 @@ import type { Cleanup } from './cleanup';
 export const gatewayServices = ['auth', 'policy', 'quota', 'router', 'metering', 'ingress'] as const;
 export type GatewayService = (typeof gatewayServices)[number];
 
-/** One model per upstream listener: the latency cases' upstream and the throughput case's. */
-export const benchModels = { latency: 'bench-latency', throughput: 'bench-throughput' } as const;
+/**
+ * One model per upstream listener, the latency cases' upstream and the throughput case's; and the latency
+ * listener again through a Bedrock pool (SigV4, the event stream).
+ */
+export const benchModels = {
+  latency: 'bench-latency',
+  throughput: 'bench-throughput',
+  bedrock: 'bench-bedrock',
+} as const;
 
 const database = 'gateway_bench';
 const consumerGroup = 'gateway-metering-bench';
@@ -41,6 +48,10 @@ regions:
   - id: eu-west
     jurisdiction: eu
 
+tiers:
+  - id: eu
+    providerRegions: [eu-west-1]
+
 pools:
   - id: mock-latency
     region: eu-west
@@ -52,6 +63,13 @@ pools:
     adapter: anthropic
     endpoints:
       - url: \${MOCK_THROUGHPUT_URL}
+  - id: mock-bedrock
+    region: eu-west
+    adapter: bedrock
+    endpoints:
+      - url: \${MOCK_LATENCY_URL}
+    bedrock: { region: eu-west-1 }
+    processingRegions: [eu-west-1]
 
 models:
   - alias: ${benchModels.latency}
@@ -66,6 +84,12 @@ models:
     pricing: { inputGbpPerMtok: 1, outputGbpPerMtok: 1 }
     servedBy:
       - { pool: mock-throughput, upstreamModel: bench-throughput }
+  - alias: ${benchModels.bedrock}
+    displayName: Bench (latency case through Bedrock)
+    createdAt: '2025-01-01T00:00:00Z'
+    pricing: { inputGbpPerMtok: 1, outputGbpPerMtok: 1 }
+    servedBy:
+      - { pool: mock-bedrock, upstreamModel: 'anthropic.bench-v1:0' }
 
 plans:
   - id: bench
@@ -159,7 +183,7 @@ export interface GatewayStackOptions {
   infra: Infra;
   logLevel: string;
   /** Where the mock upstream's listeners are, by model. */
-  upstreamUrls: Record<keyof typeof benchModels, string>;
+  upstreamUrls: { latency: string; throughput: string };
   /** Mutual TLS between the services (a CA made for the run, one certificate every process presents); else plaintext. */
   grpcTls: boolean;
   /** When set, every service runs with --cpu-prof and writes its profile into <dir>/<service>. */

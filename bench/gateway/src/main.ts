@@ -41,9 +41,16 @@ const targets = {
   residentMegabytes: 600,
 };
 
+/** Two sides measured in alternating blocks: the baseline (`direct`) and the side it is compared with. */
 interface LatencyComparison {
   direct: LoadResult;
   gateway: LoadResult;
+}
+
+/** Where one side of a latency comparison sends its requests, and for which model. */
+interface LatencySide {
+  target: Target;
+  model: string;
 }
 
 interface ThroughputStep {
@@ -195,6 +202,19 @@ class Run {
       streamed,
       (result) => result.firstTokenMs,
     );
+    // The same upstream, its answer framed as Bedrock's event stream, through a Bedrock pool (SigV4 signing,
+    // the event-stream relay) against through the Anthropic pool, in alternating blocks: what the
+    // provider's protocol adds, whatever else the machine is doing.
+    const bedrock = await this.compareLatency(true, {
+      direct: { target: this.gateway, model: benchModels.latency },
+      gateway: { target: this.gateway, model: benchModels.bedrock },
+    });
+    this.printLatency(
+      '(b2) time to first token through a Bedrock pool against an Anthropic pool, streamed, concurrency 1',
+      bedrock,
+      (result) => result.firstTokenMs,
+      ['through an Anthropic pool', 'through a Bedrock pool', 'added by Bedrock'],
+    );
 
     const roots = this.processRoots(infra.ports, mock.pid);
     const steps = await this.rampThroughput(roots, throughputUrl);
@@ -211,8 +231,7 @@ class Run {
       await this.printProfiles(profileDir, ageAtFirstRequest);
     }
     const failed =
-      peerFailed ||
-      [whole.direct, whole.gateway, streamed.direct, streamed.gateway].some((result) => result.errors > 0);
+      peerFailed || [whole, streamed, bedrock].some((series) => series.direct.errors > 0 || series.gateway.errors > 0);
     if (failed) process.stderr.write('some requests of the latency series failed: see the first errors above\n');
     return failed ? 1 : 0;
   }
@@ -373,14 +392,21 @@ class Run {
   }
 
   /**
-   * Warm-up, then direct and gateway in alternating blocks, so that noise from elsewhere hits both
-   * alike; stops early, after whole blocks, when the time budget is spent.
+   * Warm-up, then the two sides in alternating blocks, so that noise from elsewhere hits both alike;
+   * stops early, after whole blocks, when the time budget is spent. By default the upstream direct
+   * against the gateway, on the latency listener.
    */
-  private async compareLatency(streamed: boolean): Promise<LatencyComparison> {
+  private async compareLatency(
+    streamed: boolean,
+    sides: { direct: LatencySide; gateway: LatencySide } = {
+      direct: { target: this.direct, model: benchModels.latency },
+      gateway: { target: this.gateway, model: benchModels.latency },
+    },
+  ): Promise<LatencyComparison> {
     const { settings } = this;
     const jobs = (requests: number) => ({
-      direct: jobFor(this.direct, benchModels.latency, streamed, { concurrency: 1, requests }),
-      gateway: jobFor(this.gateway, benchModels.latency, streamed, { concurrency: 1, requests }),
+      direct: jobFor(sides.direct.target, sides.direct.model, streamed, { concurrency: 1, requests }),
+      gateway: jobFor(sides.gateway.target, sides.gateway.model, streamed, { concurrency: 1, requests }),
     });
     const warmUp = jobs(settings.BENCH_WARMUP_REQUESTS);
     for (const result of [await this.runJob(warmUp.direct), await this.runJob(warmUp.gateway)]) {
@@ -398,7 +424,12 @@ class Run {
     return { direct: mergeResults(direct), gateway: mergeResults(gateway) };
   }
 
-  private printLatency(title: string, comparison: LatencyComparison, values: (result: LoadResult) => number[]): void {
+  private printLatency(
+    title: string,
+    comparison: LatencyComparison,
+    values: (result: LoadResult) => number[],
+    labels = ['direct to the upstream', 'through the gateway', 'added by the gateway'],
+  ): void {
     print();
     print(`${title}: ${comparison.gateway.requests} requests each, ms (nearest rank)`);
     const row = (name: string, result: LoadResult) => [
@@ -415,9 +446,9 @@ class Run {
     const lines = formatTable(
       ['', 'requests', 'errors', 'p50', 'p90', 'p99', 'max'],
       [
-        row('direct to the upstream', comparison.direct),
-        row('through the gateway', comparison.gateway),
-        ['added by the gateway', '', '', added(50), added(90), added(99), ''],
+        row(labels[0]!, comparison.direct),
+        row(labels[1]!, comparison.gateway),
+        [labels[2]!, '', '', added(50), added(90), added(99), ''],
       ],
     );
     lines.forEach((line) => print(`  ${line}`));

@@ -1,11 +1,15 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { EventStreamCodec } from '@smithy/core/event-streams';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 
 /**
  * The fastest upstream that still speaks the Anthropic Messages wire format the router relays, so
  * that the benchmark measures the gateway and not the simulator (bench/sim-upstream validates every
  * field and parses directives, which costs more than some gateway hops). It answers every
- * `POST /v1/messages` with the same short completion, whole or streamed, after a fixed latency.
+ * `POST /v1/messages` with the same short completion, whole or streamed, after a fixed latency; and
+ * Bedrock's `POST /model/<id>/invoke-with-response-stream` with the same events framed as an AWS event
+ * stream, one frame per event (the signature is not checked: the benchmark measures the signing).
  */
 
 export interface MockUpstreamOptions {
@@ -106,6 +110,43 @@ function sendStream(response: ServerResponse, id: string, model: string, inputTo
   response.end(sseEvent('message_stop', { type: 'message_stop' }));
 }
 
+const eventStreamCodec = new EventStreamCodec(toUtf8, fromUtf8);
+
+/** One Bedrock `chunk` frame: the event's JSON, base64 in `bytes`. */
+function chunkFrame(event: unknown): Uint8Array {
+  const string = (value: string) => ({ type: 'string' as const, value });
+  return eventStreamCodec.encode({
+    headers: {
+      ':event-type': string('chunk'),
+      ':content-type': string('application/json'),
+      ':message-type': string('event'),
+    },
+    body: Buffer.from(JSON.stringify({ bytes: Buffer.from(JSON.stringify(event)).toString('base64') })),
+  });
+}
+
+/** The streamed events as Bedrock frames them, each written as its own frame. */
+function sendEventStream(response: ServerResponse, id: string, model: string, inputTokens: number): void {
+  response.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': id });
+  const usage = { input_tokens: inputTokens, output_tokens: 1 };
+  const message = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, usage };
+  response.write(chunkFrame({ type: 'message_start', message }));
+  response.write(chunkFrame({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+  for (const text of completionChunks) {
+    response.write(chunkFrame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+  }
+  response.write(chunkFrame({ type: 'content_block_stop', index: 0 }));
+  response.write(
+    chunkFrame({
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: completionChunks.length },
+    }),
+  );
+  const metrics = { inputTokenCount: inputTokens, outputTokenCount: completionChunks.length };
+  response.end(chunkFrame({ type: 'message_stop', 'amazon-bedrock-invocationMetrics': metrics }));
+}
+
 function sendError(response: ServerResponse, status: number, type: string, message: string): void {
   response.writeHead(status, jsonHeaders).end(JSON.stringify({ type: 'error', error: { type, message } }));
 }
@@ -127,7 +168,9 @@ export function startMockUpstream(options: MockUpstreamOptions): Promise<MockUps
       response.writeHead(200, jsonHeaders).end('{"data":[],"has_more":false,"first_id":null,"last_id":null}');
       return;
     }
-    if (request.method !== 'POST' || request.url?.split('?')[0] !== '/v1/messages') {
+    const path = request.url?.split('?')[0] ?? '';
+    const bedrockModel = /^\/model\/([^/]+)\/invoke-with-response-stream$/.exec(path)?.[1];
+    if (request.method !== 'POST' || (path !== '/v1/messages' && bedrockModel === undefined)) {
       sendError(response, 404, 'not_found_error', 'Not found');
       return;
     }
@@ -141,9 +184,10 @@ export function startMockUpstream(options: MockUpstreamOptions): Promise<MockUps
     }
     served += 1;
     const id = `msg_bench${served.toString().padStart(16, '0')}`;
-    const model = typeof body.model === 'string' ? body.model : 'bench';
+    const model = typeof body.model === 'string' ? body.model : decodeURIComponent(bedrockModel ?? 'bench');
     if (options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, options.latencyMs));
-    if (body.stream === true) sendStream(response, id, model, inputTokensOf(raw.length));
+    if (bedrockModel !== undefined) sendEventStream(response, id, model, inputTokensOf(raw.length));
+    else if (body.stream === true) sendStream(response, id, model, inputTokensOf(raw.length));
     else sendMessage(response, id, model, inputTokensOf(raw.length));
   };
   const server = createServer((request, response) => {

@@ -1,5 +1,6 @@
 export { defaultSimAws, startSimUpstream } from './server';
 export type { SimAwsOptions } from './bedrock/sigv4';
+export { SimAwsIdentities } from './bedrock/sts';
 export type { RunningSimUpstream, SimUpstreamOptions } from './server';
 export type { RecordedRequest, RequestOutcome } from './request-log';
 export { echoChunks } from './echo';

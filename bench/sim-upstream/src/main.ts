@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { SimAwsIdentities } from './bedrock/sts';
 import { defaultSimAws, startSimUpstream } from './server';
 import type { RunningSimUpstream } from './server';
 
@@ -28,10 +29,17 @@ async function main(): Promise<void> {
   const apiKey = process.env.SIM_API_KEY || undefined;
   // The AWS region each listener's Bedrock routes verify signatures for, by position; eu-west-2 unset.
   const awsRegions = (process.env.SIM_AWS_REGIONS ?? '').split(',').map((region) => region.trim());
+  // One simulated STS for the process: credentials it issues on any listener are good on every one.
+  const stsSeconds = Number(process.env.SIM_STS_CREDENTIAL_SECONDS || 3600);
+  if (!Number.isSafeInteger(stsSeconds) || stsSeconds <= 0) {
+    process.stderr.write('invalid configuration: SIM_STS_CREDENTIAL_SECONDS: expected a positive integer\n');
+    process.exit(2);
+  }
+  const awsIdentities = new SimAwsIdentities(stsSeconds);
   const listeners: RunningSimUpstream[] = [];
   for (const [index, port] of ports.entries()) {
     const aws = { ...defaultSimAws, region: awsRegions[index] || defaultSimAws.region };
-    const listener = await startSimUpstream({ host, port, apiKey, aws });
+    const listener = await startSimUpstream({ host, port, apiKey, aws, awsIdentities });
     listeners.push(listener);
     process.stdout.write(`${JSON.stringify({ msg: 'sim-upstream listening', url: listener.url })}\n`);
   }

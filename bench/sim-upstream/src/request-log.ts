@@ -24,7 +24,14 @@ export interface RecordedRequest {
 export const rawBodyLimitBytes = 1024 * 1024;
 
 /** Headers that carry credentials never reach the log. */
-const credentialHeaders = new Set(['authorization', 'x-api-key', 'api-key', 'proxy-authorization', 'cookie']);
+const credentialHeaders = new Set([
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'proxy-authorization',
+  'cookie',
+  'x-amz-security-token',
+]);
 
 export function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !credentialHeaders.has(name)));

@@ -11,6 +11,7 @@ import { handleChatCompletions } from './openai/chat';
 import { sendOpenAIError } from './openai/errors';
 import { handleInvoke } from './bedrock/invoke';
 import type { SimAwsOptions } from './bedrock/sigv4';
+import { handleSts, SimAwsIdentities } from './bedrock/sts';
 import { rawBodyLimitBytes, RequestLog, withoutCredentials } from './request-log';
 import { GoogleTokens, handleMetadata, handleRawPredict, isVertexPath } from './vertex/raw-predict';
 import type { RecordedRequest } from './request-log';
@@ -26,6 +27,11 @@ export interface SimUpstreamOptions {
   apiKey?: string;
   /** The AWS identity and region the listener's Bedrock routes verify SigV4 against. */
   aws?: SimAwsOptions;
+  /**
+   * The temporary credentials of the simulated STS (`POST /`, as on sts.amazonaws.com), which the Bedrock routes also
+   * accept; listeners of one process share one. Absent: the listener has its own.
+   */
+  awsIdentities?: SimAwsIdentities;
   /** A bearer token Vertex routes accept besides those the simulated metadata server issues. */
   googleToken?: string;
 }
@@ -79,6 +85,7 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
 
   const protocol: AnthropicSimOptions = { apiKey: options.apiKey };
   const aws = options.aws ?? defaultSimAws;
+  const awsIdentities = options.awsIdentities ?? new SimAwsIdentities();
   const googleTokens = new GoogleTokens(options.googleToken);
 
   /** How each protocol refuses a body over the limit, in its own error envelope. */
@@ -154,6 +161,9 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
         return serveRecorded(handleCountTokens, request, response, url.pathname + url.search);
       case 'POST /v1/chat/completions':
         return serveRecorded(handleChatCompletions, request, response, url.pathname + url.search, 'openai');
+      // STS's query protocol posts to the endpoint's root, which no other protocol uses.
+      case 'POST /':
+        return handleSts((await readBody(request)) ?? Buffer.alloc(0), response, awsIdentities);
       case 'GET /_sim/requests':
         return sendJson(response, 200, log.list());
       case 'DELETE /_sim/requests':
@@ -167,7 +177,7 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
             const modelId = decodeURIComponent(invoke[1]!);
             const stream = invoke[2] === 'invoke-with-response-stream';
             return serveRecorded(
-              (exchange) => handleInvoke(exchange, protocol, aws, modelId, stream),
+              (exchange) => handleInvoke(exchange, protocol, aws, awsIdentities, modelId, stream),
               request,
               response,
               url.pathname,

@@ -5,9 +5,13 @@ import {
   InvokeModelCommand,
   InvokeModelWithResponseStreamCommand,
 } from '@aws-sdk/client-bedrock-runtime';
+import { fromTokenFile } from '@aws-sdk/credential-providers';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import aws4 from 'aws4';
-import { defaultSimAws, startSimUpstream } from '../src';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultSimAws, SimAwsIdentities, startSimUpstream } from '../src';
 import type { RunningSimUpstream } from '../src';
 
 /**
@@ -129,6 +133,91 @@ describe('@aws-sdk/client-bedrock-runtime against the simulated Bedrock', () => 
     await expect(
       client().send(new InvokeModelCommand({ modelId, body: withModel, contentType: 'application/json' })),
     ).rejects.toMatchObject({ name: 'ValidationException', $metadata: { httpStatusCode: 400 } });
+  });
+});
+
+describe("the AWS SDK's web identity credentials (EKS service accounts) from the simulated STS", () => {
+  let dir: string;
+  let tokenFile: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sim-sts-'));
+    tokenFile = join(dir, 'token');
+    // The shape of a projected service-account token: a JWT (the simulator does not check its signature).
+    const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    await writeFile(tokenFile, `${part({ alg: 'RS256' })}.${part({ sub: 'system:serviceaccount:gw:router' })}.c2ln`);
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  const webIdentity = (roleArn = 'arn:aws:iam::123456789012:role/gateway-router') =>
+    fromTokenFile({
+      webIdentityTokenFile: tokenFile,
+      roleArn,
+      roleSessionName: 'gateway-router',
+      clientConfig: { endpoint: sim.url, region: 'eu-west-2', requestHandler: new NodeHttpHandler() },
+    });
+
+  it('gets temporary credentials that sign InvokeModel, and are refused without their session token', async () => {
+    const issued = await webIdentity()();
+    expect(issued).toMatchObject({
+      accessKeyId: expect.stringMatching(/^ASIA/),
+      sessionToken: expect.any(String),
+      expiration: expect.any(Date),
+    });
+    expect(issued.expiration!.getTime() - Date.now()).toBeGreaterThan(50 * 60 * 1000);
+    const runtime = (credentials: typeof issued) =>
+      new BedrockRuntimeClient({
+        region: 'eu-west-2',
+        endpoint: sim.url,
+        credentials,
+        maxAttempts: 1,
+        requestHandler: new NodeHttpHandler(),
+      });
+    const invoke = new InvokeModelCommand({
+      modelId,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        anthropic_version: 'bedrock-2023-05-31',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'Signed with IRSA' }],
+      }),
+    });
+    const answer = await runtime(issued).send(invoke);
+    expect(JSON.parse(Buffer.from(answer.body).toString('utf8'))).toMatchObject({
+      content: [{ type: 'text', text: 'Signed with IRSA' }],
+    });
+    const { sessionToken: _token, ...withoutToken } = issued;
+    await expect(runtime(withoutToken).send(invoke)).rejects.toMatchObject({
+      name: 'UnrecognizedClientException',
+      $metadata: { httpStatusCode: 403 },
+    });
+  });
+
+  it('refuses temporary credentials once they expire', async () => {
+    const expiring = await startSimUpstream({ host: '127.0.0.1', port: 0, awsIdentities: new SimAwsIdentities(0) });
+    try {
+      const credentials = await fromTokenFile({
+        webIdentityTokenFile: tokenFile,
+        roleArn: 'arn:aws:iam::123456789012:role/gateway-router',
+        clientConfig: { endpoint: expiring.url, region: 'eu-west-2', requestHandler: new NodeHttpHandler() },
+      })();
+      const runtime = new BedrockRuntimeClient({
+        region: 'eu-west-2',
+        endpoint: expiring.url,
+        credentials,
+        maxAttempts: 1,
+        requestHandler: new NodeHttpHandler(),
+      });
+      const body = JSON.stringify({ anthropic_version: 'bedrock-2023-05-31', max_tokens: 8, messages: [] });
+      await expect(
+        runtime.send(new InvokeModelCommand({ modelId, contentType: 'application/json', body })),
+      ).rejects.toMatchObject({ name: 'ExpiredTokenException' });
+    } finally {
+      await expiring.close();
+    }
+  });
+
+  it('is refused a role that is not an IAM role ARN, as STS refuses it', async () => {
+    await expect(webIdentity('not-a-role')()).rejects.toMatchObject({ name: 'ValidationError' });
   });
 });
 

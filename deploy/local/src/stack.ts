@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { kafkaSecurityEnv, readKafkaSecurity } from '@gw/config';
 import type { KafkaSecurity } from '@gw/config';
@@ -58,6 +58,30 @@ export interface StackOptions {
   grpcTls?: StackTls;
   /** OTEL_* variables for every service (where traces go); without them the services trace nothing. */
   tracingEnv?: Record<string, string>;
+  /**
+   * A service-account token file (`writeSimWebIdentityToken`): the router's AWS chain then assumes a role
+   * with it at the simulated STS, as a pod of EKS does (IRSA). Without it, the chain reads a long-term
+   * simulated key from the environment.
+   */
+  awsWebIdentityTokenFile?: string;
+}
+
+/**
+ * Writes a projected service-account token as EKS mounts one (a JWT; the simulated STS checks its
+ * shape, not its signature), for `awsWebIdentityTokenFile`.
+ */
+export async function writeSimWebIdentityToken(path: string): Promise<string> {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const claims = { iss: 'https://oidc.eks.eu-west-2.amazonaws.com/id/SIMULATED', aud: 'sts.amazonaws.com' };
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(
+    path,
+    `${part({ alg: 'RS256', kid: 'sim' })}.${part({ ...claims, sub: 'system:serviceaccount:gateway:router' })}.c2lt`,
+    {
+      mode: 0o600,
+    },
+  );
+  return path;
 }
 
 export interface Secrets {
@@ -105,13 +129,19 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
     ports.sim.bedrockEu,
     ports.sim.vertexEu,
   ];
-  // The regional providers' credential chains run for real against the simulator: the AWS chain reads
-  // the simulated identity from the environment, Google's finds the simulated metadata server.
-  const providerCredentials = {
-    AWS_ACCESS_KEY_ID: defaultSimAws.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: defaultSimAws.secretAccessKey,
-    GCE_METADATA_HOST: `${loopback}:${ports.sim.vertexEu}`,
-  };
+  // The regional providers' credential chains run for real against the simulator: the AWS chain assumes
+  // a role at the simulated STS with a service-account token (or reads a simulated key from the
+  // environment), Google's finds the simulated metadata server.
+  const awsCredentials: Record<string, string> = options.awsWebIdentityTokenFile
+    ? {
+        AWS_WEB_IDENTITY_TOKEN_FILE: options.awsWebIdentityTokenFile,
+        AWS_ROLE_ARN: 'arn:aws:iam::123456789012:role/gateway-router',
+        AWS_ROLE_SESSION_NAME: 'gateway-router',
+        AWS_REGION: 'eu-west-2',
+        AWS_ENDPOINT_URL_STS: `http://${loopback}:${ports.sim.bedrockUk}`,
+      }
+    : { AWS_ACCESS_KEY_ID: defaultSimAws.accessKeyId, AWS_SECRET_ACCESS_KEY: defaultSimAws.secretAccessKey };
+  const providerCredentials = { ...awsCredentials, GCE_METADATA_HOST: `${loopback}:${ports.sim.vertexEu}` };
   return [
     {
       name: 'sim-upstream',

@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import { readEnvFile, writeEnvFile } from './env-file';
 import { portsFromBase, portsWithOffset, repoRoot, stateDir } from './layout';
 import { seedDemo } from './seed';
-import { ensureSecrets, startInfra, startServices } from './stack';
+import { ensureSecrets, startInfra, startServices, writeSimWebIdentityToken } from './stack';
 import { startTraceViewer, traceViewerMode } from './trace-viewer';
 
 /** `make up`: the whole local stack in the background, healthy, seeded, described in stack.env. */
@@ -30,6 +30,8 @@ async function up(): Promise<void> {
     usageTopic: 'gateway.usage.v1',
     consumerGroup: 'gateway-metering',
     tracingEnv: traces && { OTEL_EXPORTER_OTLP_ENDPOINT: traces.otlpEndpoint, OTEL_BSP_SCHEDULE_DELAY: '1000' },
+    // Bedrock is signed with credentials from the simulated STS, as on EKS with a service account's role.
+    awsWebIdentityTokenFile: await writeSimWebIdentityToken(join(state.root, 'aws', 'web-identity-token')),
   });
   if (traces?.started) started.unshift('jaeger');
   const previous = await readEnvFile(state.stackEnv);

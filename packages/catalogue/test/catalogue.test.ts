@@ -37,14 +37,25 @@ describe('Catalogue.authorize', () => {
     });
   });
 
-  it('returns only pools inside the key jurisdiction', () => {
+  it('returns only pools inside the key jurisdiction, in the order the model lists them', () => {
+    const bedrockModel = 'anthropic.claude-sonnet-5-20250929-v1:0';
     expect(catalogue.authorize(proEu, 'claude-sonnet-5')).toEqual({
       ok: true,
-      value: [{ poolId: 'anthropic-eu-west', jurisdiction: 'eu', region: 'eu-west', upstreamModel: 'claude-sonnet-5' }],
+      value: [
+        { poolId: 'bedrock-eu-ireland', jurisdiction: 'eu', region: 'eu-west', upstreamModel: bedrockModel },
+        {
+          poolId: 'vertex-eu-netherlands',
+          jurisdiction: 'eu',
+          region: 'eu-west',
+          upstreamModel: 'claude-sonnet-5@20250929',
+        },
+        { poolId: 'anthropic-eu-west', jurisdiction: 'eu', region: 'eu-west', upstreamModel: 'claude-sonnet-5' },
+      ],
     });
     expect(catalogue.authorize({ ...proEu, residency: 'uk' }, 'claude-sonnet-5')).toEqual({
       ok: true,
       value: [
+        { poolId: 'bedrock-uk-london', jurisdiction: 'uk', region: 'uk-south', upstreamModel: bedrockModel },
         { poolId: 'anthropic-uk-south', jurisdiction: 'uk', region: 'uk-south', upstreamModel: 'claude-sonnet-5' },
       ],
     });

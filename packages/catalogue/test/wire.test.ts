@@ -72,6 +72,12 @@ describe('authorizeKey', () => {
       ok: true,
       value: [
         create(policyv1.CandidatePoolSchema, {
+          poolId: 'bedrock-uk-london',
+          jurisdiction: commonv1.Residency.UK,
+          region: 'uk-south',
+          upstreamModel: 'anthropic.claude-sonnet-5-20250929-v1:0',
+        }),
+        create(policyv1.CandidatePoolSchema, {
           poolId: 'anthropic-uk-south',
           jurisdiction: commonv1.Residency.UK,
           region: 'uk-south',

@@ -1,4 +1,4 @@
-import { mkdtemp, rename, rm, symlink, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, symlink, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitUntil } from '@gw/testing';
@@ -144,6 +144,35 @@ describe('watchGatewayConfig', () => {
     await watch.check();
     expect(aliases(applied[0])).toEqual(['m1', 'm3']);
     expect(reports.map((report) => report.outcome)).toEqual(['rejected', 'rejected', 'applied']);
+  });
+
+  it('refuses on reload what residency refuses at start, keeping the configuration in force', async () => {
+    // The local stack's YAML, whose Bedrock and Vertex pools are inside their tiers, edited against each rule.
+    const local = await readFile(join(__dirname, '../../../deploy/local/gateway.yaml'), 'utf8');
+    const path = join(dir, 'gateway.yaml');
+    await writeFile(path, local);
+    const { applied, reports, watch } = follow(path, await readGatewayConfigFile(path, {}));
+    const edits: [(text: string) => string, string][] = [
+      [
+        (text) => text.replace('providerRegions: [eu-west-2]', 'providerRegions: [eu-west-1]'),
+        'not allowed in tier uk',
+      ],
+      [
+        (text) => text.replace("upstreamModel: 'anthropic.claude", "upstreamModel: 'global.anthropic.claude"),
+        '"global."',
+      ],
+      [(text) => text.replace("upstreamModel: 'anthropic.claude", "upstreamModel: 'eu.anthropic.claude"), '"eu."'],
+      [(text) => text.replace('location: europe-west4 }', 'location: global }'), 'location "global"'],
+      [(text) => text.replace('    processingRegions: [europe-west4]\n', ''), 'must declare every region'],
+    ];
+    for (const [edit, reason] of edits) {
+      const edited = edit(local);
+      expect(edited).not.toBe(local);
+      await replaceFile(path, edited);
+      await watch.check();
+      expect(reports.at(-1)).toMatchObject({ outcome: 'rejected', reason: expect.stringContaining(reason) });
+    }
+    expect(applied).toEqual([]);
   });
 
   it('refuses a file its consumer cannot apply, as a bad file', async () => {

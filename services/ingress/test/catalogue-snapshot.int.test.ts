@@ -97,7 +97,10 @@ describe('CatalogueFollower against the policy process', () => {
       expect(first?.version).toBe(firstVersion);
       expect(first?.authorize({ plan: 'pro', residency: 'uk', allowedModels: null }, 'claude-sonnet-5')).toEqual({
         ok: true,
-        value: [expect.objectContaining({ poolId: 'anthropic-uk-south', jurisdiction: 'uk' })],
+        value: [
+          expect.objectContaining({ poolId: 'bedrock-uk-london', jurisdiction: 'uk' }),
+          expect.objectContaining({ poolId: 'anthropic-uk-south', jurisdiction: 'uk' }),
+        ],
       });
 
       const stoppingAt = Date.now();

@@ -112,6 +112,12 @@ describe('CatalogueFollower', () => {
         create(policyv1.AuthorizeResponseSchema, {
           pools: [
             {
+              poolId: 'bedrock-uk-london',
+              jurisdiction: commonv1.Residency.UK,
+              region: 'uk-south',
+              upstreamModel: 'anthropic.claude-sonnet-5-20250929-v1:0',
+            },
+            {
               poolId: 'anthropic-uk-south',
               jurisdiction: commonv1.Residency.UK,
               region: 'uk-south',

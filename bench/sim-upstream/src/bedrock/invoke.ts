@@ -7,6 +7,7 @@ import { handleMessages } from '../anthropic/messages';
 import type { SimExchange } from '../exchange';
 import type { SimAwsOptions } from './sigv4';
 import { verifySigV4 } from './sigv4';
+import type { SimAwsIdentities } from './sts';
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 /**
@@ -172,11 +173,12 @@ export async function handleInvoke(
   exchange: SimExchange,
   options: AnthropicSimOptions,
   aws: SimAwsOptions,
+  identities: SimAwsIdentities,
   modelId: string,
   stream: boolean,
 ): Promise<void> {
   const { response, requestId } = exchange;
-  const verdict = verifySigV4(exchange.request, exchange.raw, aws);
+  const verdict = verifySigV4(exchange.request, exchange.raw, aws, identities);
   if (!verdict.ok) return sendBedrockError(response, requestId, verdict.status, verdict.type, verdict.message);
   if (exchange.body.kind !== 'json' || !isRecord(exchange.body.value))
     return sendBedrockError(

@@ -1,5 +1,6 @@
 import aws4 from 'aws4';
 import type { IncomingMessage } from 'node:http';
+import type { SimAwsIdentities, SimAwsSecret } from './sts';
 
 /** The AWS identity a simulated Bedrock listener accepts, and its region. */
 export interface SimAwsOptions {
@@ -34,7 +35,8 @@ function signatureOf(
   request: IncomingMessage,
   raw: Buffer,
   headers: Record<string, string>,
-  aws: SimAwsOptions,
+  accessKeyId: string,
+  secret: SimAwsSecret,
   region: string,
   amzDate: string,
 ): string | undefined {
@@ -51,24 +53,47 @@ function signatureOf(
       doNotModifyHeaders: true,
       extraHeadersToInclude: Object.fromEntries(Object.keys(headers).map((name) => [name, true])),
     } as aws4.Request,
-    { accessKeyId: aws.accessKeyId, secretAccessKey: aws.secretAccessKey },
+    { accessKeyId, secretAccessKey: secret.secretAccessKey },
   ) as aws4.RequestSigner & { datetime: string };
   // The signing time is the request's own X-Amz-Date.
   signer.datetime = amzDate;
   return /Signature=([0-9a-f]{64})/.exec(signer.authHeader())?.[1];
 }
 
+/** Temporary credentials are good only with their own session token, signed, and until they expire. */
+function sessionRefusal(request: IncomingMessage, secret: SimAwsSecret, signedHeaders: string[], now: number) {
+  if (secret.sessionToken === undefined) return undefined;
+  if (
+    request.headers['x-amz-security-token'] !== secret.sessionToken ||
+    !signedHeaders.includes('x-amz-security-token')
+  )
+    return refuse('The security token included in the request is invalid.', 'UnrecognizedClientException');
+  if (secret.expiresAtMs !== undefined && now >= secret.expiresAtMs)
+    return refuse('The security token included in the request is expired', 'ExpiredTokenException');
+  return undefined;
+}
+
 /**
  * Checks a request's Signature Version 4 as Bedrock does, with the `aws4` library (independent of
- * the gateway's Smithy signer): the credential scope's service and region, the clock skew, and the
- * signature over the method, the path as sent, the signed headers and the body's bytes.
+ * the gateway's Smithy signer): the access key (the listener's own, or temporary credentials its STS
+ * issued, with their session token and before they expire), the credential scope's service and
+ * region, the clock skew, and the signature over the method, the path as sent, the signed headers and
+ * the body's bytes.
  */
-export function verifySigV4(request: IncomingMessage, raw: Buffer, aws: SimAwsOptions, now = Date.now()): SigV4Verdict {
+export function verifySigV4(
+  request: IncomingMessage,
+  raw: Buffer,
+  aws: SimAwsOptions,
+  identities?: SimAwsIdentities,
+  now = Date.now(),
+): SigV4Verdict {
   const authorization = request.headers.authorization;
   const parsed = typeof authorization === 'string' ? authorizationPattern.exec(authorization) : null;
   if (parsed === null) return refuse('Missing Authentication Token', 'MissingAuthenticationTokenException');
   const [, accessKeyId, date, region, service, signedHeaderList, signature] = parsed as unknown as string[];
-  if (accessKeyId !== aws.accessKeyId)
+  const secret =
+    accessKeyId === aws.accessKeyId ? { secretAccessKey: aws.secretAccessKey } : identities?.temporary(accessKeyId!);
+  if (secret === undefined)
     return refuse('The security token included in the request is invalid.', 'UnrecognizedClientException');
   if (service !== 'bedrock') return refuse(`Credential should be scoped to correct service: 'bedrock'.`);
   if (region !== aws.region)
@@ -83,13 +108,15 @@ export function verifySigV4(request: IncomingMessage, raw: Buffer, aws: SimAwsOp
   const signedHeaders = signedHeaderList!.split(';');
   if (!signedHeaders.includes('host') || !signedHeaders.includes('x-amz-date'))
     return refuse('Signed headers must include host and x-amz-date.');
+  const session = sessionRefusal(request, secret, signedHeaders, now);
+  if (session !== undefined) return session;
   const headers: Record<string, string> = {};
   for (const name of signedHeaders) {
     const value = request.headers[name];
     if (value === undefined) return refuse(`Signed header ${name} is missing.`);
     headers[name] = Array.isArray(value) ? value.join(',') : value;
   }
-  const expectedSignature = signatureOf(request, raw, headers, aws, region!, amzDate as string);
+  const expectedSignature = signatureOf(request, raw, headers, accessKeyId!, secret, region!, amzDate as string);
   if (expectedSignature !== signature)
     return refuse(
       'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.',
