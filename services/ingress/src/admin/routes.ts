@@ -429,35 +429,25 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
     }),
   );
 
-  // A new key with the old one's settings; the old one keeps working until it is revoked, so that
-  // callers can move over without an outage.
+  // A new key with the old one's settings, made by auth in one operation; the old one keeps working until
+  // it is revoked, so that callers can move over without an outage.
   router.post(
     '/keys/:id/rotate',
     route(async (request, principal) => {
       const found = await visibleKey(principal, String(request.params.id));
       if (!found.ok) return found;
-      const old = found.value;
-      if (old.revokedAtUnixMs !== undefined) {
-        return err(gatewayError('invalid_request_error', 'This key is revoked; create a new key instead.'));
-      }
-      const created = await auth.createKey({
-        accountId: old.accountId,
-        name: old.name,
-        environment: old.environment,
-        residency: old.residency,
-        privacyMode: old.privacyMode,
-        allowedModels: old.allowedModels,
-        allowedIps: old.allowedIps,
-        expiresAtUnixMs: old.expiresAtUnixMs,
-        replacesKeyId: old.id,
+      const rotated = await auth.rotateKey({
+        keyId: found.value.id,
+        accountId: principal.kind === 'account' ? principal.accountId : undefined,
       });
-      if (!created.ok) return created;
-      const key = keyResource(created.value.apiKey!);
-      return answer({ ...key, key: created.value.key, replaces: old.id }, 201, {
+      if (!rotated.ok) return rotated;
+      const key = keyResource(rotated.value.apiKey!);
+      const old = keyResource(rotated.value.replaced!);
+      return answer({ ...key, key: rotated.value.key, replaces: old.id }, 201, {
         action: 'key.rotate',
         accountId: key.account_id,
         target: { kind: 'key', id: key.id },
-        before: keyResource(old),
+        before: old,
         after: key,
       });
     }),
