@@ -1,0 +1,5 @@
+export * from './client';
+export * from './requests';
+export * from './resources';
+export * from './route';
+export * from './routes';

@@ -1,0 +1,17 @@
+import { createKeyBody } from '../requests';
+import { createdKey } from '../resources';
+import { defineRoute } from '../route';
+
+export const createKey = defineRoute({
+  name: 'createKey',
+  method: 'POST',
+  path: '/keys',
+  summary: 'Creates an API key; its value is in this answer only.',
+  who: 'both',
+  params: undefined,
+  query: undefined,
+  body: createKeyBody,
+  status: 201,
+  response: createdKey,
+  errors: ['invalid_request_error', 'not_found_error', 'request_too_large'],
+});

@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { usageQuery } from '../requests';
+import { keyDailyUsage } from '../resources';
+import { defineRoute } from '../route';
+
+export const getKeyDailyUsage = defineRoute({
+  name: 'getKeyDailyUsage',
+  method: 'GET',
+  path: '/accounts/{id}/usage/keys/daily',
+  summary: `The month's usage and refusals per key and UTC day, as JSON or a CSV file.`,
+  who: 'both',
+  params: z.object({ id: z.string() }),
+  query: usageQuery,
+  body: undefined,
+  status: 200,
+  response: keyDailyUsage,
+  csv: true,
+  errors: ['invalid_request_error', 'not_found_error'],
+});

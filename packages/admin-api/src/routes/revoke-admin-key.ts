@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { adminKey } from '../resources';
+import { defineRoute } from '../route';
+
+export const revokeAdminKey = defineRoute({
+  name: 'revokeAdminKey',
+  method: 'POST',
+  path: '/admin-keys/{id}/revoke',
+  summary: 'Revokes an admin key: refused from its next request. Revoking a revoked key changes nothing.',
+  who: 'both',
+  params: z.object({ id: z.string() }),
+  query: undefined,
+  body: undefined,
+  status: 200,
+  response: adminKey,
+  errors: ['not_found_error'],
+});
