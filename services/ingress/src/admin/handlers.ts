@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { answerFault } from './answer-check';
 import { authenticatePrincipal } from './principal';
 import type { Principal } from './principal';
 import type { AdminRoutesOptions } from './routes';
@@ -22,7 +23,10 @@ export function adminRoute(options: AdminRoutesOptions): (handler: AdminHandler)
         const result = principal.ok ? await handler(request, principal.value) : principal;
         if (!result.ok) return options.sendError(response, result.error);
         const answer = result.value;
-        if (answer.kind === 'json') return void response.status(answer.status).json(answer.body);
+        if (answer.kind === 'json') {
+          const fault = answerFault(request, answer.status, answer.body, options.logger);
+          return fault ? options.sendError(response, fault) : void response.status(answer.status).json(answer.body);
+        }
         response
           .status(200)
           .type('text/csv; charset=utf-8')

@@ -11,12 +11,14 @@ import type { Clients } from '../clients';
 import { billingPeriod } from '../usage-report';
 import { registerAdminKeyRoutes } from './admin-key-routes';
 import { registerAuditRoutes } from './audit-routes';
+import { answerFault } from './answer-check';
 import { CredentialThrottle } from './credential-throttle';
 import { registerKeyEditRoutes } from './key-edit-routes';
 import { registerLimitsRoutes } from './limits-routes';
 import { listQuery } from './list-query';
 import { authenticatePrincipal, requireAccount, requireOperator, requireWriteAccess } from './principal';
 import type { Principal } from './principal';
+import { openApiDocument } from '@gw/admin-api/dist/openapi';
 import { answer } from './route-kit';
 import type { AuditNote, Handler, RouteKit } from './route-kit';
 import { mountKeyUsageRoutes } from './key-usage';
@@ -97,6 +99,9 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
   const throttle = options.throttle ?? new CredentialThrottle();
   const router = express.Router();
   router.use(express.json({ limit: bodyLimitBytes }));
+  // The API's own description, made once from the routes' declarations; no credential needed to read it.
+  const document = JSON.stringify(openApiDocument());
+  router.get('/openapi.json', (_request, response) => void response.type('application/json').send(document));
 
   const record = async (principal: Principal | undefined, address: string, note: AuditNote) => {
     const appended = await adminAccess.appendAudit({
@@ -157,6 +162,8 @@ export function adminRoutes(options: AdminRoutesOptions): express.Router {
         const result = await handler(request, principal.value);
         if (!result.ok) return sendError(response, result.error);
         if (result.value.audit) await record(principal.value, address, result.value.audit);
+        const fault = answerFault(request, result.value.status, result.value.body, logger);
+        if (fault) return sendError(response, fault);
         response.status(result.value.status).json(result.value.body);
       })
       .catch(next);

@@ -1,11 +1,10 @@
 import type express from 'express';
-import { z } from 'zod';
 import { ok } from '@gw/errors';
 import type { webhooksv1 } from '@gw/proto';
 import { adminRoute, json } from './handlers';
 import type { Principal } from './principal';
 import { requireAccount } from './principal';
-import { parseBody } from './requests';
+import { createEndpointBody, parseBody } from './requests';
 import type { AdminRoutesOptions } from './routes';
 
 const isoOrNull = (unixMs: bigint | undefined) =>
@@ -44,17 +43,6 @@ export function deliveryResource(delivery: webhooksv1.Delivery) {
     })),
   };
 }
-
-const createEndpointBody = z.strictObject({
-  url: z.string({ error: 'expected an https:// URL' }).min(1, 'expected an https:// URL'),
-  event_types: z.array(z.string({ error: 'expected event type names' }), { error: 'expected an array of event types' }),
-  thresholds_percent: z
-    .array(z.number({ error: 'expected whole percentages' }).int('expected whole percentages'), {
-      error: 'expected an array of whole percentages',
-    })
-    .optional(),
-  expiring_within_days: z.number({ error: 'expected 1 to 90' }).int('expected 1 to 90').optional(),
-});
 
 type Webhooks = AdminRoutesOptions['clients']['webhooks'];
 
