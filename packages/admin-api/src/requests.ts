@@ -115,7 +115,8 @@ export const createEndpointBody = z.strictObject({
 });
 
 /** Query parameters: each takes one value (a repeated one is refused), as text. */
-const one = (field: string) => z.string({ error: 'expected one value' }).describe(field);
+const one = (field: string, missing = 'expected one value') =>
+  z.string({ error: (issue) => (issue.input === undefined ? missing : 'expected one value') }).describe(field);
 
 export const maxListLimit = 200;
 const maxQueryChars = 100;
@@ -152,7 +153,10 @@ export const listQuery = <S extends readonly [string, ...string[]] | readonly []
 export const accountListQuery = listQuery(['active', 'suspended']);
 export const adminKeyListQuery = listQuery([]);
 export const keyListQuery = listQuery(['active', 'revoked', 'expired']).extend({
-  account_id: one('account_id').min(1, 'expected the account id as a query parameter'),
+  account_id: one('account_id', 'expected the account id as a query parameter').min(
+    1,
+    'expected the account id as a query parameter',
+  ),
 });
 
 export const auditQuery = z.object({
@@ -180,3 +184,10 @@ export const accountUsageQuery = z.object({ environment: environmentFilter.defau
 export const deliveriesQuery = z.object({
   limit: z.string().optional(),
 });
+
+export type NewAccount = z.input<typeof createAccountBody>;
+export type NewKey = z.input<typeof createKeyBody>;
+export type KeyChanges = z.input<typeof updateKeyBody>;
+export type LimitsChange = z.input<typeof setLimitsBody>;
+export type NewAdminKey = z.input<typeof createAdminKeyBody>;
+export type NewEndpoint = z.input<typeof createEndpointBody>;

@@ -270,3 +270,26 @@ export const errorEnvelope = z
     request_id: z.string().optional(),
   })
   .meta({ id: 'Error' });
+
+export type Environment = z.output<typeof environment>;
+export type Residency = z.output<typeof residency>;
+export type PrivacyMode = z.output<typeof privacyMode>;
+export type KeyStatus = z.output<typeof keyStatus>;
+export type AccountLimits = z.output<typeof accountLimits>;
+export type Account = z.output<typeof account>;
+export type ApiKey = z.output<typeof apiKey>;
+export type CreatedKey = z.output<typeof createdKey>;
+export type RotatedKey = z.output<typeof rotatedKey>;
+export type AdminKey = z.output<typeof adminKey>;
+export type CreatedAdminKey = z.output<typeof createdAdminKey>;
+export type LimitsInForce = z.output<typeof limitsInForce>;
+export type AccountUsage = z.output<typeof accountUsage>;
+export type KeyUsage = z.output<typeof keyUsage>;
+export type KeyDailyUsage = z.output<typeof keyDailyUsage>;
+export type KeyUsageLine = KeyUsage['data'][number];
+export type AuditEntry = z.output<typeof auditEntry>;
+export type AuditVerification = z.output<typeof auditVerification>;
+export type WebhookEventType = z.output<typeof webhookEventType>;
+export type WebhookEndpoint = z.output<typeof webhookEndpoint>;
+export type WebhookEndpointWithSecret = z.output<typeof webhookEndpointWithSecret>;
+export type Delivery = z.output<typeof delivery>;
