@@ -1,11 +1,13 @@
-import { adminApi } from './routes';
-import type { AdminApi, AdminRouteName } from './routes';
-import type { AdminRoute, AnswerOf, BodyInputOf, QueryInputOf } from './route';
 import type { z } from 'zod';
+import { endpoints } from './endpoints';
+import type { Endpoint } from './endpoints';
+import type { AdminRoute, AnswerOf, BodyInputOf, QueryInputOf } from './route';
+import type { AdminApi, AdminRouteName } from './routes';
 
 /**
  * The one typed client of the admin API, used by gwctl and the dashboard: each call names a route of
- * the table, so its path, parameters, body and answer are the ones the server checks. Failures are
+ * the table, so its path, parameters, body and answer are the ones the server checks. It needs only the
+ * routes' types and their endpoints, never their schemas: a page importing this module does not bundle zod. Failures are
  * returned as values, never thrown. The answer is not checked again here: the server checks each answer
  * against the route's schema before it leaves.
  */
@@ -42,7 +44,7 @@ export type CallInput<R extends AdminRoute> = ParamsInput<R> & QueryInput<R> & B
 export type Answer<K extends AdminRouteName> = AnswerOf<AdminApi[K]>;
 
 /** The route's path with its parameters filled in and encoded, and its query, under /admin/v1. */
-export function routePath(route: AdminRoute, input: { params?: unknown; query?: unknown } | object): string {
+export function routePath(route: Endpoint, input: { params?: unknown; query?: unknown } | object): string {
   const { params = {}, query = {} } = input as { params?: Record<string, string>; query?: Record<string, unknown> };
   const path = route.path.replace(/\{(\w+)\}/g, (_whole, name: string) => encodeURIComponent(params[name] ?? ''));
   const entries = Object.entries(query)
@@ -101,6 +103,7 @@ export function createAdminClient(options: AdminClientOptions) {
         method,
         headers: {
           authorization: `Bearer ${options.token}`,
+          accept: 'application/json',
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -148,7 +151,7 @@ export function createAdminClient(options: AdminClientOptions) {
   return {
     /** Calls a route of the table with its parameters, query and body; the answer is typed by the route. */
     call<K extends AdminRouteName>(name: K, input: CallInput<AdminApi[K]>): Promise<AdminResult<Answer<K>>> {
-      const route: AdminRoute = adminApi[name];
+      const route: Endpoint = endpoints[name];
       const { body } = input as { body?: unknown };
       return json(route.method, routePath(route, input as object), body) as Promise<AdminResult<Answer<K>>>;
     },
@@ -158,7 +161,7 @@ export function createAdminClient(options: AdminClientOptions) {
       name: K,
       input: CallInput<AdminApi[K]>,
     ): Promise<AdminResult<{ text: string; filename: string }>> {
-      const route: AdminRoute = adminApi[name];
+      const route: Endpoint = endpoints[name];
       const path = routePath(route, { ...input, query: { ...(input as { query?: object }).query, format: 'csv' } });
       const answered = await exchange(route.method, path, undefined);
       if (!answered.ok) return answered;

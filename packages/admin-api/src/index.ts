@@ -1,3 +1,4 @@
+export * from './endpoints';
 export * from './client';
 export * from './requests';
 export * from './resources';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { webhookEventTypes } from './endpoints';
 
 /**
  * The answers of the admin API (docs/admin-api.md) as strict schemas: every object names each of its
@@ -183,13 +184,7 @@ export const auditVerification = z
   })
   .meta({ id: 'AuditVerification' });
 
-export const webhookEventType = z.enum([
-  'usage.threshold_crossed',
-  'usage.ceiling_reached',
-  'key.revoked',
-  'key.rotated',
-  'key.expiring',
-]);
+export const webhookEventType = z.enum(webhookEventTypes);
 
 const endpointFields = {
   id: z.string(),

@@ -1,11 +1,10 @@
 import { createAccountBody } from '../requests';
 import { account } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const createAccount = defineRoute({
-  name: 'createAccount',
-  method: 'POST',
-  path: '/accounts',
+  ...endpoints.createAccount,
   summary: 'Creates an account on a plan.',
   who: 'operator',
   params: undefined,

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { createAdminKeyBody } from '../requests';
 import { createdAdminKey } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const createAdminKey = defineRoute({
-  name: 'createAdminKey',
-  method: 'POST',
-  path: '/accounts/{id}/admin-keys',
+  ...endpoints.createAdminKey,
   summary: 'Creates an admin key for the account; its value is in this answer only.',
   who: 'operator',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { createKeyBody } from '../requests';
 import { createdKey } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const createKey = defineRoute({
-  name: 'createKey',
-  method: 'POST',
-  path: '/keys',
+  ...endpoints.createKey,
   summary: 'Creates an API key; its value is in this answer only.',
   who: 'both',
   params: undefined,

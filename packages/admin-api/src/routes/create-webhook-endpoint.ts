@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { createEndpointBody } from '../requests';
 import { webhookEndpointWithSecret } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const createWebhookEndpoint = defineRoute({
-  name: 'createWebhookEndpoint',
-  method: 'POST',
-  path: '/accounts/{id}/webhooks',
+  ...endpoints.createWebhookEndpoint,
   summary: 'Registers a webhook endpoint; its signing secret is in this answer only.',
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { webhookEndpoint } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const deleteWebhookEndpoint = defineRoute({
-  name: 'deleteWebhookEndpoint',
-  method: 'DELETE',
-  path: '/webhooks/{id}',
+  ...endpoints.deleteWebhookEndpoint,
   summary: 'Deletes a webhook endpoint: nothing more is delivered to it.',
   who: 'both',
   params: z.object({ id: z.string() }),

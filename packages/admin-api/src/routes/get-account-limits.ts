@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { limitsInForce } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const getAccountLimits = defineRoute({
-  name: 'getAccountLimits',
-  method: 'GET',
-  path: '/accounts/{id}/limits',
+  ...endpoints.getAccountLimits,
   summary: `The limits in force: the plan's values with the account's overrides.`,
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { accountUsageQuery } from '../requests';
 import { accountUsage } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const getAccountUsage = defineRoute({
-  name: 'getAccountUsage',
-  method: 'GET',
-  path: '/accounts/{id}/usage',
+  ...endpoints.getAccountUsage,
   summary: `The account's usage in the current billing period, per model and per day.`,
   who: 'both',
   params: z.object({ id: z.string() }),

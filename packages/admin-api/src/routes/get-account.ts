@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { account } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const getAccount = defineRoute({
-  name: 'getAccount',
-  method: 'GET',
-  path: '/accounts/{id}',
+  ...endpoints.getAccount,
   summary: 'An account.',
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { usageQuery } from '../requests';
 import { keyDailyUsage } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const getKeyDailyUsage = defineRoute({
-  name: 'getKeyDailyUsage',
-  method: 'GET',
-  path: '/accounts/{id}/usage/keys/daily',
+  ...endpoints.getKeyDailyUsage,
   summary: `The month's usage and refusals per key and UTC day, as JSON or a CSV file.`,
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { usageQuery } from '../requests';
 import { keyUsage } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const getKeyUsage = defineRoute({
-  name: 'getKeyUsage',
-  method: 'GET',
-  path: '/accounts/{id}/usage/keys',
+  ...endpoints.getKeyUsage,
   summary: `The month's usage and refusals per key, as JSON or a CSV file.`,
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { apiKey } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const getKey = defineRoute({
-  name: 'getKey',
-  method: 'GET',
-  path: '/keys/{id}',
+  ...endpoints.getKey,
   summary: 'A key (never its value).',
   who: 'both',
   params: z.object({ id: z.string() }),

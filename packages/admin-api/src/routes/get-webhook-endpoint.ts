@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { webhookEndpoint } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const getWebhookEndpoint = defineRoute({
-  name: 'getWebhookEndpoint',
-  method: 'GET',
-  path: '/webhooks/{id}',
+  ...endpoints.getWebhookEndpoint,
   summary: 'A webhook endpoint (never its secret).',
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { accountListQuery } from '../requests';
 import { accountPage } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const listAccounts = defineRoute({
-  name: 'listAccounts',
-  method: 'GET',
-  path: '/accounts',
+  ...endpoints.listAccounts,
   summary: 'One page of accounts, newest first: every account for the operator, its own for an admin key.',
   who: 'both',
   params: undefined,

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { adminKeyListQuery } from '../requests';
 import { adminKeyPage } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const listAdminKeys = defineRoute({
-  name: 'listAdminKeys',
-  method: 'GET',
-  path: '/accounts/{id}/admin-keys',
+  ...endpoints.listAdminKeys,
   summary: `One page of the account's admin keys, newest first.`,
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { auditQuery } from '../requests';
 import { auditPage } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const listAudit = defineRoute({
-  name: 'listAudit',
-  method: 'GET',
-  path: '/audit',
+  ...endpoints.listAudit,
   summary: `One page of the audit log, newest first: all of it for the operator, its account's for an admin key.`,
   who: 'both',
   params: undefined,

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { deliveriesQuery } from '../requests';
 import { deliveryList } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const listDeliveries = defineRoute({
-  name: 'listDeliveries',
-  method: 'GET',
-  path: '/webhooks/{id}/deliveries',
+  ...endpoints.listDeliveries,
   summary: `The endpoint's delivery log, newest first.`,
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { keyListQuery } from '../requests';
 import { keyPage } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const listKeys = defineRoute({
-  name: 'listKeys',
-  method: 'GET',
-  path: '/keys',
+  ...endpoints.listKeys,
   summary: `One page of an account's keys, newest first, with filters.`,
   who: 'both',
   params: undefined,

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { webhookEndpointList } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const listWebhookEndpoints = defineRoute({
-  name: 'listWebhookEndpoints',
-  method: 'GET',
-  path: '/accounts/{id}/webhooks',
+  ...endpoints.listWebhookEndpoints,
   summary: `The account's webhook endpoints (deleted ones left out).`,
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { delivery } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const resendDelivery = defineRoute({
-  name: 'resendDelivery',
-  method: 'POST',
-  path: '/webhooks/{id}/deliveries/{message_id}/resend',
+  ...endpoints.resendDelivery,
   summary: 'Sends a delivery again now, with the same webhook-id.',
   who: 'both',
   params: z.object({ id: z.string(), message_id: z.string() }),

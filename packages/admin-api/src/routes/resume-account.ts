@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { account } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const resumeAccount = defineRoute({
-  name: 'resumeAccount',
-  method: 'POST',
-  path: '/accounts/{id}/resume',
+  ...endpoints.resumeAccount,
   summary: 'Resumes a suspended account.',
   who: 'operator',
   params: z.object({ id: z.string() }),

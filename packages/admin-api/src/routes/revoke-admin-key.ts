@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { adminKey } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const revokeAdminKey = defineRoute({
-  name: 'revokeAdminKey',
-  method: 'POST',
-  path: '/admin-keys/{id}/revoke',
+  ...endpoints.revokeAdminKey,
   summary: 'Revokes an admin key: refused from its next request. Revoking a revoked key changes nothing.',
   who: 'both',
   params: z.object({ id: z.string() }),

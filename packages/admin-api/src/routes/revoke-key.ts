@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { apiKey } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const revokeKey = defineRoute({
-  name: 'revokeKey',
-  method: 'POST',
-  path: '/keys/{id}/revoke',
+  ...endpoints.revokeKey,
   summary: 'Revokes a key at once. Revoking a revoked key changes nothing.',
   who: 'both',
   params: z.object({ id: z.string() }),

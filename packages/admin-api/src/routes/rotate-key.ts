@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { rotatedKey } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const rotateKey = defineRoute({
-  name: 'rotateKey',
-  method: 'POST',
-  path: '/keys/{id}/rotate',
+  ...endpoints.rotateKey,
   summary: `A new key with the old one's settings, made in one operation; both work until the old one is revoked.`,
   who: 'both',
   params: z.object({ id: z.string() }),

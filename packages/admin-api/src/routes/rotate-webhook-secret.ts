@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { webhookEndpointWithSecret } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const rotateWebhookSecret = defineRoute({
-  name: 'rotateWebhookSecret',
-  method: 'POST',
-  path: '/webhooks/{id}/rotate-secret',
+  ...endpoints.rotateWebhookSecret,
   summary: 'A new signing secret; the previous one keeps signing beside it for 24 hours.',
   who: 'both',
   params: z.object({ id: z.string() }),

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { setLimitsBody } from '../requests';
 import { account } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const setAccountLimits = defineRoute({
-  name: 'setAccountLimits',
-  method: 'PATCH',
-  path: '/accounts/{id}/limits',
+  ...endpoints.setAccountLimits,
   summary: `Sets or clears (null) the account's overrides of its plan's limits.`,
   who: 'operator',
   params: z.object({ id: z.string() }),

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { account } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const suspendAccount = defineRoute({
-  name: 'suspendAccount',
-  method: 'POST',
-  path: '/accounts/{id}/suspend',
+  ...endpoints.suspendAccount,
   summary: 'Suspends an account: its keys are refused at once; suspending a suspended account changes nothing.',
   who: 'operator',
   params: z.object({ id: z.string() }),

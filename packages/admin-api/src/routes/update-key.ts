@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { updateKeyBody } from '../requests';
 import { apiKey } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const updateKey = defineRoute({
-  name: 'updateKey',
-  method: 'PATCH',
-  path: '/keys/{id}',
+  ...endpoints.updateKey,
   summary: `Changes a key's name and restrictions from its next request; a list or expiry set to null is cleared.`,
   who: 'both',
   params: z.object({ id: z.string() }),

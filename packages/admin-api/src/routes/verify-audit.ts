@@ -1,10 +1,9 @@
 import { auditVerification } from '../resources';
+import { endpoints } from '../endpoints';
 import { defineRoute } from '../route';
 
 export const verifyAudit = defineRoute({
-  name: 'verifyAudit',
-  method: 'GET',
-  path: '/audit/verify',
+  ...endpoints.verifyAudit,
   summary: `Walks the audit log's hash chain and compares its end with the published head.`,
   who: 'operator',
   params: undefined,
