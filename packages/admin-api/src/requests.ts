@@ -147,7 +147,7 @@ export const listQuery = <S extends readonly [string, ...string[]] | readonly []
         { error: (issue) => `${quoted(String(issue.input))} is not one of ${statuses.join(', ')}` },
       )
       .default(''),
-    environment: z.union([z.literal(''), environmentFilter]).default(''),
+    environment: z.enum(['', 'live', 'test'], { error: 'expected "live" or "test"' }).default(''),
   });
 
 export const accountListQuery = listQuery(['active', 'suspended']);
