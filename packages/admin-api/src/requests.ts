@@ -181,9 +181,8 @@ export const usageQuery = z.object({
 
 export const accountUsageQuery = z.object({ environment: environmentFilter.default('live') });
 
-export const deliveriesQuery = z.object({
-  limit: z.string().optional(),
-});
+/** `limit` (1–200, 50 by default): forgiving, as the delivery log always was; the route reads it. */
+export const deliveriesQuery = z.object({ limit: one('limit').optional() });
 
 export type NewAccount = z.input<typeof createAccountBody>;
 export type NewKey = z.input<typeof createKeyBody>;
