@@ -18,7 +18,7 @@ import type { KeyEnvironment, KeyFormat, Pepper } from './key-format';
 import type { VerifiedKeyCache } from './key-cache';
 import type { LastUsedRecorder } from './last-used';
 import type { RevocationNotice } from '@gw/revocations';
-import type { AccountRecord, AdminKeyRecord, AuthStore, KeyRecord, LimitOverrides } from './store';
+import type { AccountRecord, AdminKeyRecord, AuthStore, KeyRecord, LimitOverrides, NewKey } from './store';
 
 export interface VerifiedKey {
   key: KeyRecord;
@@ -36,7 +36,7 @@ export interface NewKeyRequest {
   allowedModels: string[] | null;
   allowedIps: string[] | null;
   expiresAt: Date | null;
-  /** Set by a rotation: the key this one replaces, of the same account. */
+  /** Set by a rotation (rotateKey): the key this one replaces, of the same account. */
   replacesKeyId: string | null;
 }
 
@@ -202,13 +202,49 @@ export class KeyService {
 
   /** Returns the key value once; only its hash is kept. */
   async createKey(request: NewKeyRequest): Promise<Result<{ record: KeyRecord; key: string }>> {
+    const checked = await this.checkNewKey(request);
+    if (!checked.ok) return checked;
+    const { key, newKey } = this.newKeyOf(request, checked.value);
+    return ok({ record: await this.deps.store.insertKey(newKey), key });
+  }
+
+  /**
+   * A new key with the settings of an unrevoked one, in one transaction holding the old key's row: a
+   * revocation of the old key waits for the new one to exist, so that callers moving over always have a
+   * key that works. The old key stays valid until it is revoked. With `accountId`, another account's
+   * key is not found.
+   */
+  async rotateKey(
+    keyId: string,
+    accountId?: string,
+  ): Promise<Result<{ replaced: KeyRecord; record: KeyRecord; key: string }>> {
+    const rotated = await this.deps.store.withKeyLocked(keyId, async (old, insert) => {
+      if (accountId !== undefined && old.accountId !== accountId) return noKey(keyId);
+      if (old.revokedAt !== null) return invalid('This key is revoked; create a new key instead.');
+      const request: NewKeyRequest = {
+        accountId: old.accountId,
+        name: old.name,
+        environment: old.environment,
+        residency: old.residency,
+        privacyMode: old.privacyMode,
+        allowedModels: old.allowedModels,
+        allowedIps: old.allowedIps,
+        expiresAt: old.expiresAt,
+        replacesKeyId: old.id,
+      };
+      const checked = await this.checkNewKey(request);
+      if (!checked.ok) return checked;
+      const { key, newKey } = this.newKeyOf(request, checked.value);
+      return ok({ replaced: old, record: await insert(newKey), key });
+    });
+    return rotated ?? noKey(keyId);
+  }
+
+  /** The rules a new key meets, whether created or made by rotation; returns its name as stored. */
+  private async checkNewKey(request: NewKeyRequest): Promise<Result<string>> {
     const { store, config, accessStore } = this.deps;
     const account = await store.findAccount(request.accountId);
     if (!account) return noAccount(request.accountId);
-    if (request.replacesKeyId !== null) {
-      const replaced = await store.findKey(request.replacesKeyId);
-      if (replaced?.accountId !== account.id) return noKey(request.replacesKeyId);
-    }
     const plan = config.plans.find((candidate) => candidate.id === account.plan);
     if (!plan || !plan.residency.includes(request.residency)) {
       return invalid(
@@ -234,11 +270,15 @@ export class KeyService {
     if (unknownModel >= 0) {
       return invalid(`allowed_models.${unknownModel}: unknown model ${quoted(models[unknownModel]!)}.`);
     }
+    return ok(checkedName.value);
+  }
+
+  private newKeyOf(request: NewKeyRequest, name: string): { key: string; newKey: NewKey } {
     const { key, keyHash, pepperId, displayPrefix } = this.issue(request.environment);
-    const record = await store.insertKey({
+    const newKey: NewKey = {
       id: newKeyId(),
-      accountId: account.id,
-      name: checkedName.value,
+      accountId: request.accountId,
+      name,
       environment: request.environment,
       keyHash,
       pepperId,
@@ -249,8 +289,8 @@ export class KeyService {
       allowedIps: request.allowedIps,
       expiresAt: request.expiresAt,
       replacesKeyId: request.replacesKeyId,
-    });
-    return ok({ record, key });
+    };
+    return { key, newKey };
   }
 
   async createAdminKey(

@@ -117,20 +117,13 @@ function newKeyRequest(request: authv1.CreateKeyRequest): Result<NewKeyRequest> 
     allowedModels: request.allowedModels?.values ?? null,
     allowedIps: request.allowedIps?.values ?? null,
     expiresAt: request.expiresAtUnixMs === undefined ? null : new Date(Number(request.expiresAtUnixMs)),
-    replacesKeyId: request.replacesKeyId ?? null,
+    replacesKeyId: null,
   });
 }
 
 /** Every call needs the key store: one it cannot reach is an outage (503), the same as any other. */
 export const keyStoreUnavailable = (error: unknown) =>
   isConnectionFailure(error) ? dependencyUnavailableError('key store') : undefined;
-
-/** key.rotated, when the replaced key is one of the new key's account. */
-async function rotatedEvent(keys: KeyService, keyEvents: KeyEvents | undefined, oldKeyId: string, created: KeyRecord) {
-  if (!keyEvents) return;
-  const old = await keys.getKey(oldKeyId);
-  if (old.ok && old.value.accountId === created.accountId) await keyEvents.rotated(oldKeyId, created);
-}
 
 export function authService(keys: KeyService, keyEvents?: KeyEvents) {
   return registration(
@@ -195,13 +188,18 @@ export function authService(keys: KeyService, keyEvents?: KeyEvents) {
         const parsed = newKeyRequest(request);
         if (!parsed.ok) return parsed;
         const created = await keys.createKey(parsed.value);
-        if (created.ok && request.replacesKeyId !== undefined)
-          await rotatedEvent(keys, keyEvents, request.replacesKeyId, created.value.record);
         return created.ok ? ok({ apiKey: keyMessage(created.value.record), key: created.value.key }) : created;
       },
       async listKeys(request) {
         const listed = await keys.listKeys(request.accountId);
         return listed.ok ? ok({ keys: listed.value.map(keyMessage) }) : listed;
+      },
+      async rotateKey(request) {
+        const rotated = await keys.rotateKey(request.keyId, request.accountId);
+        if (!rotated.ok) return rotated;
+        const { replaced, record, key } = rotated.value;
+        await keyEvents?.rotated(replaced.id, record);
+        return ok({ apiKey: keyMessage(record), key, replaced: keyMessage(replaced) });
       },
       async revokeKey(request) {
         const revoked = await keys.revokeKey(request.keyId);

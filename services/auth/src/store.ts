@@ -1,4 +1,5 @@
-import type { Pool } from '@gw/db';
+import { inTransaction } from '@gw/db';
+import type { Pool, PoolClient } from '@gw/db';
 import type { KeyEnvironment } from './key-format';
 
 /** An account's overrides of its plan's limits; null takes the plan's value. */
@@ -261,27 +262,24 @@ export class AuthStore {
   }
 
   async insertKey(key: NewKey): Promise<KeyRecord> {
-    const { rows } = await this.pool.query<KeyRow>(
-      `INSERT INTO api_keys (id, account_id, name, environment, key_hash, pepper_id, display_prefix, residency,
-         privacy_mode, allowed_models, allowed_ips, expires_at, replaces_key_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${keyColumns}`,
-      [
-        key.id,
-        key.accountId,
-        key.name,
-        key.environment,
-        key.keyHash,
-        key.pepperId,
-        key.displayPrefix,
-        key.residency,
-        key.privacyMode,
-        key.allowedModels,
-        key.allowedIps,
-        key.expiresAt,
-        key.replacesKeyId,
-      ],
-    );
-    return toKey(rows[0]!);
+    return insertKeyWith(this.pool, key);
+  }
+
+  /**
+   * Runs `work` in one transaction that holds the key's row (SELECT … FOR UPDATE), with a way to insert
+   * keys in the same transaction: a revocation of that key waits until the work is committed. Undefined:
+   * no such key.
+   */
+  async withKeyLocked<T>(
+    id: string,
+    work: (key: KeyRecord, insert: (key: NewKey) => Promise<KeyRecord>) => Promise<T>,
+  ): Promise<T | undefined> {
+    if (!issuableId.test(id)) return undefined;
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<KeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE id = $1 FOR UPDATE`, [id]);
+      if (!rows[0]) return undefined;
+      return work(toKey(rows[0]), (key) => insertKeyWith(client, key));
+    });
   }
 
   /** The key and its account whose stored hash is one of the given hashes (one per pepper). */
@@ -325,4 +323,28 @@ export class AuthStore {
     );
     return rows[0] && toKey(rows[0]);
   }
+}
+
+async function insertKeyWith(db: Pool | PoolClient, key: NewKey): Promise<KeyRecord> {
+  const { rows } = await db.query<KeyRow>(
+    `INSERT INTO api_keys (id, account_id, name, environment, key_hash, pepper_id, display_prefix, residency,
+       privacy_mode, allowed_models, allowed_ips, expires_at, replaces_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${keyColumns}`,
+    [
+      key.id,
+      key.accountId,
+      key.name,
+      key.environment,
+      key.keyHash,
+      key.pepperId,
+      key.displayPrefix,
+      key.residency,
+      key.privacyMode,
+      key.allowedModels,
+      key.allowedIps,
+      key.expiresAt,
+      key.replacesKeyId,
+    ],
+  );
+  return toKey(rows[0]!);
 }

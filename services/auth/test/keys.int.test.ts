@@ -233,6 +233,68 @@ describe('KeyService against real PostgreSQL', () => {
     });
   });
 
+  it('rotates a key into a new one with its settings, both verifying until the old one is revoked', async () => {
+    const old = await issue({ name: 'to-rotate', privacyMode: 'redact', allowedIps: ['127.0.0.0/8'] });
+    const rotated = await keys.rotateKey(old.record.id, accountId);
+    if (!rotated.ok) throw new Error(rotated.error.message);
+    expect(rotated.value.replaced.id).toBe(old.record.id);
+    expect(rotated.value.record).toMatchObject({
+      accountId,
+      name: 'to-rotate',
+      privacyMode: 'redact',
+      allowedIps: ['127.0.0.0/8'],
+      replacesKeyId: old.record.id,
+      revokedAt: null,
+    });
+    expect((await keys.verify(old.key, '127.0.0.1')).ok).toBe(true);
+    expect((await keys.verify(rotated.value.key, '127.0.0.1')).ok).toBe(true);
+    expect(await keys.rotateKey(old.record.id, 'acct_other')).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'not_found_error' }),
+    });
+    await keys.revokeKey(old.record.id);
+    expect(await keys.rotateKey(old.record.id)).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'invalid_request_error', message: expect.stringMatching(/revoked/) }),
+    });
+    expect(await keys.rotateKey('key_unknown')).toEqual({
+      ok: false,
+      error: expect.objectContaining({ type: 'not_found_error' }),
+    });
+  });
+
+  it('never leaves a rotated key without a working successor when a revocation races the rotation', async () => {
+    const replacements = async (keyId: string) =>
+      (await pool.query<{ id: string }>('SELECT id FROM api_keys WHERE replaces_key_id = $1', [keyId])).rows;
+    // A revocation committed while the rotation waits for the row: the rotation sees it and makes nothing.
+    const held = await issue();
+    const holder = await pool.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM api_keys WHERE id = $1 FOR UPDATE', [held.record.id]);
+    const waiting = keys.rotateKey(held.record.id);
+    await holder.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [held.record.id]);
+    await holder.query('COMMIT');
+    holder.release();
+    expect(await waiting).toEqual({ ok: false, error: expect.objectContaining({ type: 'invalid_request_error' }) });
+    expect(await replacements(held.record.id)).toEqual([]);
+    // Raced many times: either the rotation came first (its new key works, the old one was live when it was
+    // made) or the revocation did (no new key). Never a new key of a key already revoked, never neither.
+    for (let round = 0; round < 15; round += 1) {
+      const old = await issue();
+      const [rotated] = await Promise.all([keys.rotateKey(old.record.id), keys.revokeKey(old.record.id)]);
+      const made = await replacements(old.record.id);
+      if (rotated.ok) {
+        expect(rotated.value.replaced.revokedAt).toBeNull();
+        expect(made.map((row) => row.id)).toEqual([rotated.value.record.id]);
+        expect((await keys.verify(rotated.value.key, '127.0.0.1')).ok).toBe(true);
+      } else {
+        expect(rotated.error.type).toBe('invalid_request_error');
+        expect(made).toEqual([]);
+      }
+      await keys.revokeKey(rotated.ok ? rotated.value.record.id : old.record.id);
+    }
+  });
+
   it('issues admin keys that verify only as admin keys', async () => {
     const created = await keys.createAdminKey(accountId, 'ops');
     if (!created.ok) throw new Error(created.error.message);

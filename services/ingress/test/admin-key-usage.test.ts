@@ -1,4 +1,6 @@
-import { csvField, csvText } from '../src/admin/handlers';
+import { usageQuery } from '@gw/admin-api';
+import { csvField, csvText } from '../src/admin/csv';
+import { parseQuery } from '../src/admin/input';
 import { usageWindow } from '../src/admin/key-usage';
 
 describe('csvField', () => {
@@ -19,20 +21,35 @@ describe('csvField', () => {
 
 describe('usageWindow', () => {
   const now = new Date('2026-11-28T10:00:00Z');
-  it('defaults to the current month and live', () => {
-    expect(usageWindow({}, now)).toEqual({
-      ok: true,
-      value: { start: new Date('2026-11-01T00:00:00Z'), end: new Date('2026-12-01T00:00:00Z'), environment: 'live' },
+  it('defaults to the current month', () => {
+    expect(usageWindow({ environment: 'live' }, now)).toEqual({
+      start: new Date('2026-11-01T00:00:00Z'),
+      end: new Date('2026-12-01T00:00:00Z'),
+      environment: 'live',
     });
   });
   it('takes a month and an environment', () => {
     expect(usageWindow({ period: '2025-12', environment: 'test' }, now)).toEqual({
-      ok: true,
-      value: { start: new Date('2025-12-01T00:00:00Z'), end: new Date('2026-01-01T00:00:00Z'), environment: 'test' },
+      start: new Date('2025-12-01T00:00:00Z'),
+      end: new Date('2026-01-01T00:00:00Z'),
+      environment: 'test',
     });
   });
+});
+
+describe("the usage routes' query", () => {
   it.each([['2025-13'], ['2025-1'], ['2025-01-01'], [['2025-01', '2025-02']]])('refuses the period %p', (period) => {
-    const window = usageWindow({ period } as never, now);
-    expect(window.ok || window.error.message).toMatch(/^period:/);
+    const parsed = parseQuery(usageQuery, { period });
+    expect(parsed.ok || parsed.error.message).toMatch(/^period:/);
+  });
+  it('refuses an unknown environment or format, naming it', () => {
+    expect(parseQuery(usageQuery, { environment: 'prod' })).toEqual({
+      ok: false,
+      error: expect.objectContaining({ message: 'environment: expected "live" or "test".' }),
+    });
+    expect(parseQuery(usageQuery, { format: 'xml' })).toEqual({
+      ok: false,
+      error: expect.objectContaining({ message: 'format: expected "json" or "csv".' }),
+    });
   });
 });

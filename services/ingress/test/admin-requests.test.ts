@@ -1,4 +1,5 @@
-import { createAccountBody, createAdminKeyBody, createKeyBody, parseBody } from '../src/admin/requests';
+import { createAccountBody, createAdminKeyBody, createKeyBody } from '@gw/admin-api';
+import { parseBody } from '../src/admin/input';
 
 const refusal = (message: unknown) => ({ ok: false, error: { type: 'invalid_request_error', message } });
 

@@ -1,33 +1,21 @@
-import type express from 'express';
-import type { Request } from 'express';
-import { err, gatewayError, ok } from '@gw/errors';
+import type { Environment, KeyDailyUsage, KeyUsage, KeyUsageLine } from '@gw/admin-api';
+import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { authv1, meteringv1 } from '@gw/proto';
+import type { Clients } from '../clients';
 import { billingPeriod, roundGbp } from '../usage-report';
-import { adminRoute, csv, csvText, json } from './handlers';
-import { requireAccount } from './principal';
+import { csvText } from './csv';
 import { environmentNames, keyResource } from './resources';
-import type { AdminRoutesOptions } from './routes';
 
-/** The period and environment a usage route reports: `?period=YYYY-MM` (default: the current month), `?environment=`. */
+/** The month a usage route reports: `period` (YYYY-MM, checked by the route's schema) or the current one. */
 export function usageWindow(
-  query: Request['query'],
+  query: { period?: string | undefined; environment: Environment },
   now = new Date(),
-): Result<{ start: Date; end: Date; environment: 'live' | 'test' }> {
-  const environment = query.environment ?? 'live';
-  if (environment !== 'live' && environment !== 'test') {
-    return err(gatewayError('invalid_request_error', 'environment: expected "live" or "test".'));
-  }
-  if (query.period === undefined) return ok({ ...billingPeriod(now), environment });
-  const month = typeof query.period === 'string' ? /^(\d{4})-(0[1-9]|1[0-2])$/.exec(query.period) : null;
-  if (!month) return err(gatewayError('invalid_request_error', 'period: expected a month as YYYY-MM.'));
-  return ok({ ...billingPeriod(new Date(Date.UTC(Number(month[1]), Number(month[2]) - 1, 1))), environment });
+): { start: Date; end: Date; environment: Environment } {
+  const month = query.period === undefined ? undefined : /^(\d{4})-(\d{2})$/.exec(query.period);
+  const within = month ? new Date(Date.UTC(Number(month[1]), Number(month[2]) - 1, 1)) : now;
+  return { ...billingPeriod(within), environment: query.environment };
 }
-
-const format = (query: Request['query']): Result<'json' | 'csv'> =>
-  query.format === undefined || query.format === 'json' || query.format === 'csv'
-    ? ok((query.format ?? 'json') as 'json' | 'csv')
-    : err(gatewayError('invalid_request_error', 'format: expected "json" or "csv".'));
 
 const exactGbp = (decimal: string) => decimal || '0';
 
@@ -46,8 +34,6 @@ function keyLine(totals: meteringv1.TokenTotals | undefined, refusals: meteringv
   };
 }
 
-type KeyLine = ReturnType<typeof keyLine> & { key_id: string; name: string | null; display_prefix: string | null };
-
 const csvHeader = [
   'key_id',
   'name',
@@ -62,7 +48,7 @@ const csvHeader = [
   'refusals',
 ];
 
-const csvRow = (line: KeyLine) => [
+const csvRow = (line: KeyUsageLine) => [
   line.key_id,
   line.name ?? '',
   line.display_prefix ?? '',
@@ -78,83 +64,71 @@ const csvRow = (line: KeyLine) => [
     .join(' '),
 ];
 
-/** Usage per key of one account: the month (`/usage/keys`) and each day (`/usage/keys/daily`), JSON or CSV. */
-export function mountKeyUsageRoutes(router: express.Router, options: AdminRoutesOptions): void {
-  const route = adminRoute(options);
-  const { auth, metering } = options.clients;
+export const keyUsageCsv = (lines: readonly KeyUsageLine[]) => csvText(csvHeader, lines.map(csvRow));
+export const keyDailyUsageCsv = (lines: KeyDailyUsage['data']) =>
+  csvText(
+    ['day', ...csvHeader],
+    lines.map((line) => [line.day, ...csvRow(line)]),
+  );
 
-  const prepare = async (request: Request, principal: Parameters<typeof requireAccount>[0]) => {
-    const accountId = String(request.params.id);
-    const allowed = requireAccount(principal, accountId);
-    if (!allowed.ok) return allowed;
-    const window = usageWindow(request.query);
-    if (!window.ok) return window;
-    const wanted = format(request.query);
-    if (!wanted.ok) return wanted;
-    // An unknown account is 404, as on every other route, rather than a month of nothing.
-    const [account, keys] = await Promise.all([auth.getAccount({ id: accountId }), auth.listKeys({ accountId })]);
-    if (!account.ok) return account;
-    if (!keys.ok) return keys;
-    const known = new Map<string, authv1.ApiKey>(keys.value.keys.map((key) => [key.id, key]));
-    const named = (keyId: string) => {
-      const key = known.get(keyId);
-      return { key_id: keyId, name: key?.name ?? null, display_prefix: key ? keyResource(key).display_prefix : null };
-    };
-    const query = {
-      accountId,
-      periodStart: window.value.start.toISOString().slice(0, 10),
-      environment: environmentNames[window.value.environment]!,
-    };
-    const period = { start: window.value.start.toISOString(), end: window.value.end.toISOString() };
-    const month = query.periodStart.slice(0, 7);
-    return ok({ accountId, query, period, month, named, format: wanted.value, environment: window.value.environment });
+/** What both reports ask metering, and how they name keys (deleted ones: null). */
+async function reportContext(
+  clients: Clients,
+  accountId: string,
+  query: { period?: string | undefined; environment: Environment },
+) {
+  const window = usageWindow(query);
+  // An unknown account is 404, as on every other route, rather than a month of nothing.
+  const [account, keys] = await Promise.all([
+    clients.auth.getAccount({ id: accountId }),
+    clients.auth.listKeys({ accountId }),
+  ]);
+  if (!account.ok) return account;
+  if (!keys.ok) return keys;
+  const known = new Map<string, authv1.ApiKey>(keys.value.keys.map((key) => [key.id, key]));
+  const named = (keyId: string) => {
+    const key = known.get(keyId);
+    return { key_id: keyId, name: key?.name ?? null, display_prefix: key ? keyResource(key).display_prefix : null };
   };
+  const request = {
+    accountId,
+    periodStart: window.start.toISOString().slice(0, 10),
+    environment: environmentNames[window.environment]!,
+  };
+  const period = { start: window.start.toISOString(), end: window.end.toISOString() };
+  return ok({ request, named, period, environment: window.environment, month: request.periodStart.slice(0, 7) });
+}
 
-  router.get(
-    '/accounts/:id/usage/keys',
-    route(async (request, principal) => {
-      const asked = await prepare(request, principal);
-      if (!asked.ok) return asked;
-      const { query, named } = asked.value;
-      const usage = await metering.getKeyUsage(query);
-      if (!usage.ok) return usage;
-      const data: KeyLine[] = usage.value.keys.map((line) => ({
-        ...named(line.keyId),
-        ...keyLine(line.totals, line.refusals),
-      }));
-      if (asked.value.format === 'csv') {
-        return csv(
-          `usage-by-key-${asked.value.accountId}-${asked.value.month}.csv`,
-          csvText(csvHeader, data.map(csvRow)),
-        );
-      }
-      return json({ period: asked.value.period, environment: asked.value.environment, data });
-    }),
-  );
+/** The month per key: usage that reached an upstream and refusals after the key verified. */
+export async function monthlyKeyUsage(
+  clients: Clients,
+  accountId: string,
+  query: { period?: string | undefined; environment: Environment },
+): Promise<Result<{ report: KeyUsage; month: string }>> {
+  const context = await reportContext(clients, accountId, query);
+  if (!context.ok) return context;
+  const { request, named, period, environment, month } = context.value;
+  const usage = await clients.metering.getKeyUsage(request);
+  if (!usage.ok) return usage;
+  const data = usage.value.keys.map((line) => ({ ...named(line.keyId), ...keyLine(line.totals, line.refusals) }));
+  return ok({ report: { period, environment, data }, month });
+}
 
-  router.get(
-    '/accounts/:id/usage/keys/daily',
-    route(async (request, principal) => {
-      const asked = await prepare(request, principal);
-      if (!asked.ok) return asked;
-      const { query, named } = asked.value;
-      const usage = await metering.getKeyDailyUsage(query);
-      if (!usage.ok) return usage;
-      const data = usage.value.days.map((line) => ({
-        day: line.day,
-        ...named(line.keyId),
-        ...keyLine(line.totals, line.refusals),
-      }));
-      if (asked.value.format === 'csv') {
-        return csv(
-          `usage-by-key-daily-${asked.value.accountId}-${asked.value.month}.csv`,
-          csvText(
-            ['day', ...csvHeader],
-            data.map((line) => [line.day, ...csvRow(line)]),
-          ),
-        );
-      }
-      return json({ period: asked.value.period, environment: asked.value.environment, data });
-    }),
-  );
+/** The month per key and UTC day, in day then key order. */
+export async function dailyKeyUsage(
+  clients: Clients,
+  accountId: string,
+  query: { period?: string | undefined; environment: Environment },
+): Promise<Result<{ report: KeyDailyUsage; month: string }>> {
+  const context = await reportContext(clients, accountId, query);
+  if (!context.ok) return context;
+  const { request, named, period, environment, month } = context.value;
+  const usage = await clients.metering.getKeyDailyUsage(request);
+  if (!usage.ok) return usage;
+  const data = usage.value.days.map((line) => ({
+    day: line.day,
+    ...named(line.keyId),
+    ...keyLine(line.totals, line.refusals),
+  }));
+  return ok({ report: { period, environment, data }, month });
 }

@@ -1,3 +1,4 @@
+import type { Account, AccountUsage, AdminKey, ApiKey, Environment, KeyStatus } from '@gw/admin-api';
 import { commonv1 } from '@gw/proto';
 import type { authv1, meteringv1 } from '@gw/proto';
 import { roundGbp } from '../usage-report';
@@ -23,11 +24,12 @@ export const privacyModeNames: Record<string, commonv1.PrivacyMode> = {
   tokenise: commonv1.PrivacyMode.TOKENISE,
 };
 
-function nameOf<V>(table: Record<string, V>, value: V): string {
-  return Object.keys(table).find((name) => table[name] === value) ?? 'unknown';
+/** The API's name of a proto enum value; a value without one fails the answer's check on the way out. */
+function nameOf<N extends string, V>(table: Record<string, V>, value: V): N {
+  return (Object.keys(table).find((name) => table[name] === value) ?? 'unknown') as N;
 }
 
-export function accountResource(account: authv1.Account) {
+export function accountResource(account: authv1.Account): Account {
   const limits = account.limits;
   return {
     id: account.id,
@@ -46,8 +48,14 @@ export function accountResource(account: authv1.Account) {
   };
 }
 
-export function keyResource(key: authv1.ApiKey, now = Date.now()) {
-  const expired = key.expiresAtUnixMs !== undefined && Number(key.expiresAtUnixMs) <= now;
+const statusOf = (revokedAtUnixMs: bigint | undefined, expiresAtUnixMs: bigint | undefined, now: number): KeyStatus =>
+  revokedAtUnixMs !== undefined
+    ? 'revoked'
+    : expiresAtUnixMs !== undefined && Number(expiresAtUnixMs) <= now
+      ? 'expired'
+      : 'active';
+
+export function keyResource(key: authv1.ApiKey, now = Date.now()): ApiKey {
   return {
     id: key.id,
     account_id: key.accountId,
@@ -59,7 +67,7 @@ export function keyResource(key: authv1.ApiKey, now = Date.now()) {
     allowed_models: key.allowedModels?.values ?? null,
     allowed_ips: key.allowedIps?.values ?? null,
     expires_at: isoOrNull(key.expiresAtUnixMs),
-    status: key.revokedAtUnixMs !== undefined ? 'revoked' : expired ? 'expired' : 'active',
+    status: statusOf(key.revokedAtUnixMs, key.expiresAtUnixMs, now),
     created_at: isoOrNull(key.createdAtUnixMs),
     last_used_at: isoOrNull(key.lastUsedAtUnixMs),
     revoked_at: isoOrNull(key.revokedAtUnixMs),
@@ -67,14 +75,7 @@ export function keyResource(key: authv1.ApiKey, now = Date.now()) {
   };
 }
 
-const statusOf = (revokedAtUnixMs: bigint | undefined, expiresAtUnixMs: bigint | undefined, now: number) =>
-  revokedAtUnixMs !== undefined
-    ? 'revoked'
-    : expiresAtUnixMs !== undefined && Number(expiresAtUnixMs) <= now
-      ? 'expired'
-      : 'active';
-
-export function adminKeyResource(key: authv1.AdminKey, now = Date.now()) {
+export function adminKeyResource(key: authv1.AdminKey, now = Date.now()): AdminKey {
   return {
     id: key.id,
     account_id: key.accountId,
@@ -91,7 +92,7 @@ export function adminKeyResource(key: authv1.AdminKey, now = Date.now()) {
 export interface AccountUsageFacts {
   period: { start: Date; end: Date };
   plan: string;
-  environment: 'live' | 'test';
+  environment: Environment;
   allowance: number;
   overageAllowed: boolean;
   usage: meteringv1.GetUsageResponse;
@@ -99,7 +100,7 @@ export interface AccountUsageFacts {
 }
 
 /** An account's usage in the current period: GET /v1/usage's numbers, the overage, and one line per day. */
-export function accountUsageResource(facts: AccountUsageFacts) {
+export function accountUsageResource(facts: AccountUsageFacts): AccountUsage {
   const { allowance, usage } = facts;
   const used = Number(usage.billableTokens);
   return {

@@ -1,9 +1,7 @@
-import type express from 'express';
-import type { Request } from 'express';
 import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import type { AdminRoute, AnswerOf, BodyOf, ParamsOf, QueryOf } from '@gw/admin-api';
 import type { PlanConfig } from '@gw/config';
-import type { authv1 } from '@gw/proto';
 import type { Clients } from '../clients';
 import type { Principal } from './principal';
 
@@ -16,23 +14,38 @@ export interface AuditNote {
   after: unknown;
 }
 
-export interface Answer {
-  status: number;
-  body: unknown;
-  /** Set by a change: recorded in the audit log before the answer leaves. */
-  audit?: AuditNote;
+/** What a route answers: its declared JSON (with the audit note of a change), or a CSV file to download. */
+export type RouteAnswer<T> =
+  { kind: 'json'; body: T; audit?: AuditNote } | { kind: 'csv'; filename: string; text: string };
+
+export const json = <T>(body: T, audit?: AuditNote): Result<RouteAnswer<T>> => ok({ kind: 'json', body, audit });
+export const csv = <T>(filename: string, text: string): Result<RouteAnswer<T>> => ok({ kind: 'csv', filename, text });
+
+/** A request as its route's declaration decoded it. */
+export interface RouteInput<R extends AdminRoute> {
+  params: ParamsOf<R>;
+  query: QueryOf<R>;
+  body: BodyOf<R>;
 }
 
-export type Handler = (request: Request, principal: Principal) => Promise<Result<Answer>>;
-
-export const answer = (body: unknown, status = 200, audit?: AuditNote): Result<Answer> => ok({ status, body, audit });
-
-/** What each file of admin routes is given: the authenticating wrapper, the clients, the key visibility rule. */
-export interface RouteKit {
-  router: express.Router;
-  route(handler: Handler): express.RequestHandler;
+/** What each route is given besides its input: who calls, the clients, the plans of the gateway YAML in force. */
+export interface RouteContext {
+  principal: Principal;
   clients: Clients;
-  visibleKey(principal: Principal, keyId: string): Promise<Result<authv1.ApiKey>>;
-  /** The plans of the gateway YAML in force. */
   plans(): readonly PlanConfig[];
 }
+
+/** A route's work: decide nothing the services decide, shape their answer as the declaration says. */
+export type RouteHandler<R extends AdminRoute> = (
+  input: RouteInput<R>,
+  context: RouteContext,
+) => Promise<Result<RouteAnswer<AnswerOf<R>>>>;
+
+/** A declared route and the handler that serves it. */
+export interface ServedRoute {
+  route: AdminRoute;
+  handle: RouteHandler<AdminRoute>;
+}
+
+export const serve = <R extends AdminRoute>(route: R, handle: RouteHandler<R>): ServedRoute =>
+  ({ route, handle }) as unknown as ServedRoute;

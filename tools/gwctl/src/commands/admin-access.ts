@@ -1,43 +1,12 @@
 import type { Command } from 'commander';
 import { parseList, parsePositiveInteger, parseTimestamp } from '../arguments';
-import { listOfResources, resource, segment } from '../client';
-import type { ShapeCheck } from '../client';
+import type { AdminKey, AuditEntry } from '@gw/admin-api';
 import { renderFields, renderJson, renderTable, showValue, withoutKeyValue } from '../output';
 import type { Column } from '../output';
 import type { CliContext } from './context';
 import { ExitCode, reportFailure, withAdminClient } from './context';
 
 /** Commands for admin keys, key edits and the audit log (docs/admin-api.md). */
-
-interface AdminKey {
-  id: string;
-  account_id: string;
-  name: string;
-  display_prefix: string;
-  status: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
-
-interface AuditEntry {
-  seq: number;
-  at: string;
-  actor: { kind: string; id: string | null };
-  account_id: string | null;
-  source_address: string;
-  action: string;
-  target: { kind: string; id: string } | null;
-}
-
-interface Verification {
-  valid: boolean;
-  entries_checked: number;
-  head: { seq: number; hash: string };
-  published_head: { seq: number; hash: string } | null;
-  failure: { seq: number; reason: string } | null;
-}
 
 interface JsonOption {
   json?: boolean;
@@ -63,14 +32,6 @@ const auditColumns: Column<AuditEntry>[] = [
   { heading: 'TARGET', cell: (entry) => entry.target?.id },
 ];
 
-const createdAdminKey: ShapeCheck = (body) =>
-  resource(body) ??
-  (typeof (body as { key?: unknown }).key === 'string' ? undefined : 'expected the key value in "key"');
-const verification: ShapeCheck = (body) =>
-  typeof (body as { valid?: unknown } | null)?.valid === 'boolean' ? undefined : 'expected {"valid":…}';
-const auditPage: ShapeCheck = (body) =>
-  Array.isArray((body as { data?: unknown } | null)?.data) ? undefined : 'expected {"data":[…]}';
-
 /** `none` clears a list or an expiry; anything else is the new value. */
 const orNone =
   <T>(parse: (value: string) => T) =>
@@ -87,12 +48,10 @@ function registerAdminKeyCommands(program: Command, context: CliContext): void {
     .option('--json', 'print {"data":[…]} as JSON')
     .action((options: { account: string } & JsonOption) =>
       withAdminClient(context, async (client, output) => {
-        const result = await client.request<{ data: AdminKey[] }>(
-          'GET',
-          `/admin/v1/accounts/${segment(options.account)}/admin-keys?limit=200`,
-          undefined,
-          listOfResources,
-        );
+        const result = await client.call('listAdminKeys', {
+          params: { id: options.account },
+          query: { limit: '200' },
+        });
         if (!result.ok) return reportFailure(output, result.failure);
         const listed = result.value.data.map(withoutKeyValue);
         if (options.json) output.stdout(renderJson({ data: listed }));
@@ -110,12 +69,10 @@ function registerAdminKeyCommands(program: Command, context: CliContext): void {
     .option('--json', 'print the admin key, its value included, as JSON')
     .action((options: { account: string; name: string; expiresAt?: string } & JsonOption) =>
       withAdminClient(context, async (client, output) => {
-        const result = await client.request<AdminKey & { key: string }>(
-          'POST',
-          `/admin/v1/accounts/${segment(options.account)}/admin-keys`,
-          { name: options.name, expires_at: options.expiresAt ?? null },
-          createdAdminKey,
-        );
+        const result = await client.call('createAdminKey', {
+          params: { id: options.account },
+          body: { name: options.name, expires_at: options.expiresAt ?? null },
+        });
         if (!result.ok) return reportFailure(output, result.failure);
         if (options.json) output.stdout(renderJson(result.value));
         else {
@@ -136,12 +93,7 @@ function registerAdminKeyCommands(program: Command, context: CliContext): void {
     .option('--json', 'print the admin key as JSON')
     .action((id: string, options: JsonOption) =>
       withAdminClient(context, async (client, output) => {
-        const result = await client.request<AdminKey>(
-          'POST',
-          `/admin/v1/admin-keys/${segment(id)}/revoke`,
-          undefined,
-          resource,
-        );
+        const result = await client.call('revokeAdminKey', { params: { id } });
         if (!result.ok) return reportFailure(output, result.failure);
         const key = withoutKeyValue(result.value);
         output.stdout(
@@ -183,12 +135,7 @@ function registerKeyEditCommand(program: Command, context: CliContext): void {
           output.stderr('error: name at least one of --name, --allowed-models, --allowed-ips, --expires-at\n');
           return ExitCode.usage;
         }
-        const result = await client.request<Record<string, unknown>>(
-          'PATCH',
-          `/admin/v1/keys/${segment(id)}`,
-          body,
-          resource,
-        );
+        const result = await client.call('updateKey', { params: { id }, body });
         if (!result.ok) return reportFailure(output, result.failure);
         const key = withoutKeyValue(result.value);
         output.stdout(options.json ? renderJson(key) : renderFields(Object.entries(key)));
@@ -209,15 +156,9 @@ function registerAuditCommands(program: Command, context: CliContext): void {
     .option('--json', 'print {"data":[…]} as JSON, before and after included')
     .action((options: { account?: string; action?: string; limit: number } & JsonOption) =>
       withAdminClient(context, async (client, output) => {
-        const query = new URLSearchParams({ limit: String(options.limit) });
-        if (options.account) query.set('account_id', options.account);
-        if (options.action) query.set('action', options.action);
-        const result = await client.request<{ data: AuditEntry[] }>(
-          'GET',
-          `/admin/v1/audit?${query}`,
-          undefined,
-          auditPage,
-        );
+        const result = await client.call('listAudit', {
+          query: { limit: String(options.limit), account_id: options.account, action: options.action },
+        });
         if (!result.ok) return reportFailure(output, result.failure);
         if (options.json) output.stdout(renderJson(result.value));
         else {
@@ -236,7 +177,7 @@ function registerAuditCommands(program: Command, context: CliContext): void {
     .option('--json', 'print the verification as JSON')
     .action((options: JsonOption) =>
       withAdminClient(context, async (client, output) => {
-        const result = await client.request<Verification>('GET', '/admin/v1/audit/verify', undefined, verification);
+        const result = await client.call('verifyAudit', {});
         if (!result.ok) return reportFailure(output, result.failure);
         const checked = result.value;
         if (options.json) output.stdout(renderJson(checked));

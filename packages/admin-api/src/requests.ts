@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { findInvalidEntry, maxAllowListEntries } from '@gw/addresses';
-import { err, gatewayError, ok, quoted } from '@gw/errors';
-import type { Result } from '@gw/errors';
-
+// The one module of @gw/errors without gRPC: this package is bundled into the dashboard too.
+import { quoted } from '@gw/errors/dist/quoted';
 /**
  * Request bodies of the admin API, checked with messages that name the field. The auth service applies
  * the same limits and words its refusals the same way; these answer before a call is made. Lengths
@@ -104,25 +103,90 @@ export const updateKeyBody = z
     path: ['body'],
   });
 
-/** Unknown field names are caller text too: a few, each cut, and how many more. */
-const shownUnknownKeys = 3;
+export const createEndpointBody = z.strictObject({
+  url: z.string({ error: 'expected an https:// URL' }).min(1, 'expected an https:// URL'),
+  event_types: z.array(z.string({ error: 'expected event type names' }), { error: 'expected an array of event types' }),
+  thresholds_percent: z
+    .array(z.number({ error: 'expected whole percentages' }).int('expected whole percentages'), {
+      error: 'expected an array of whole percentages',
+    })
+    .optional(),
+  expiring_within_days: z.number({ error: 'expected 1 to 90' }).int('expected 1 to 90').optional(),
+});
 
-function unknownFieldsMessage(keys: readonly string[]): string {
-  const shown = keys.slice(0, shownUnknownKeys).map(quoted).join(', ');
-  const more = keys.length > shownUnknownKeys ? ` and ${keys.length - shownUnknownKeys} more` : '';
-  return `unknown field${keys.length > 1 ? 's' : ''} ${shown}${more}.`;
-}
+/** Query parameters: each takes one value (a repeated one is refused), as text. */
+const one = (field: string, missing = 'expected one value') =>
+  z.string({ error: (issue) => (issue.input === undefined ? missing : 'expected one value') }).describe(field);
 
-/** Parses a JSON body against a schema; a failure is a 400 naming the field. */
-export function parseBody<S extends z.ZodType>(schema: S, body: unknown): Result<z.infer<S>> {
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return ok(result.data);
-  const issue = result.error.issues[0]!;
-  const message =
-    issue.code === 'unrecognized_keys'
-      ? unknownFieldsMessage(issue.keys)
-      : issue.path.length === 0
-        ? 'The request body must be a JSON object.'
-        : `${issue.path.join('.')}: ${issue.message}.`;
-  return err(gatewayError('invalid_request_error', message));
-}
+export const maxListLimit = 200;
+const maxQueryChars = 100;
+
+const limit = (fallback: string) =>
+  one('limit')
+    .default(fallback)
+    .refine(
+      (value) => /^\d{1,3}$/.test(value) && Number(value) >= 1 && Number(value) <= maxListLimit,
+      `expected a whole number from 1 to ${maxListLimit}`,
+    )
+    .transform(Number);
+
+const environmentFilter = z.enum(['live', 'test'], { error: 'expected "live" or "test"' });
+
+/** A list's page and filters: `limit` (1–200, 50 by default), `after` (a page's cursor), `q`, `status`, `environment`. */
+export const listQuery = <S extends readonly [string, ...string[]] | readonly []>(statuses: S) =>
+  z.object({
+    limit: limit('50'),
+    after: one('after').max(64, 'expected the next_after of a previous page').default(''),
+    q: one('q')
+      .refine((value) => [...value].length <= maxQueryChars, `expected at most ${maxQueryChars} characters`)
+      .default(''),
+    status: one('status')
+      .refine(
+        (value) => value === '' || (statuses as readonly string[]).includes(value),
+        // The refusal repeats the value, cut like any echoed caller text.
+        { error: (issue) => `${quoted(String(issue.input))} is not one of ${statuses.join(', ')}` },
+      )
+      .default(''),
+    environment: z.enum(['', 'live', 'test'], { error: 'expected "live" or "test"' }).default(''),
+  });
+
+export const accountListQuery = listQuery(['active', 'suspended']);
+export const adminKeyListQuery = listQuery([]);
+export const keyListQuery = listQuery(['active', 'revoked', 'expired']).extend({
+  account_id: one('account_id', 'expected the account id as a query parameter').min(
+    1,
+    'expected the account id as a query parameter',
+  ),
+});
+
+export const auditQuery = z.object({
+  account_id: one('account_id').optional(),
+  limit: limit('50'),
+  before: one('before')
+    .regex(/^\d{1,15}$/, 'expected the next_before of a previous page')
+    .default('0'),
+  action: one('action')
+    .regex(/^[a-z_.]{0,64}$/, 'expected an action or its start, e.g. key.')
+    .default(''),
+});
+
+/** `period=YYYY-MM` (default: the current month), `environment` (live by default), `format` (json or csv). */
+export const usageQuery = z.object({
+  environment: environmentFilter.default('live'),
+  period: one('period')
+    .regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month as YYYY-MM')
+    .optional(),
+  format: z.enum(['json', 'csv'], { error: 'expected "json" or "csv"' }).default('json'),
+});
+
+export const accountUsageQuery = z.object({ environment: environmentFilter.default('live') });
+
+/** `limit` (1–200, 50 by default): forgiving, as the delivery log always was; the route reads it. */
+export const deliveriesQuery = z.object({ limit: one('limit').optional() });
+
+export type NewAccount = z.input<typeof createAccountBody>;
+export type NewKey = z.input<typeof createKeyBody>;
+export type KeyChanges = z.input<typeof updateKeyBody>;
+export type LimitsChange = z.input<typeof setLimitsBody>;
+export type NewAdminKey = z.input<typeof createAdminKeyBody>;
+export type NewEndpoint = z.input<typeof createEndpointBody>;
