@@ -30,6 +30,17 @@ const namespace = 'gateway';
 const release = 'gw';
 const services = ['auth', 'policy', 'quota', 'router', 'metering', 'ingress'];
 const imageTag = '0.1.0';
+/**
+ * The images as deploy/images/build.sh names them (`IMAGE_PREFIX`, default `inference-gateway/`): a run
+ * can test images of its own without replacing the ones other builds on the machine use.
+ */
+const imagePrefix = process.env.IMAGE_PREFIX ?? 'inference-gateway/';
+const chartRepositoryPrefix = 'inference-gateway/';
+if (!imagePrefix.endsWith(chartRepositoryPrefix)) {
+  throw new Error(`IMAGE_PREFIX must end with ${chartRepositoryPrefix}, as the chart's image repositories begin`);
+}
+/** podman names a local image localhost/<name>; the chart puts the registry before its repositories. */
+const imageRegistry = `localhost/${imagePrefix.slice(0, -chartRepositoryPrefix.length)}`;
 const devInfraImage = 'localhost/gateway-node/dev-infra:1';
 /** Fixed (node.sh's default), so that the manifests' hostPath volumes can name it. */
 const nodeState = '/var/lib/gateway-node';
@@ -272,6 +283,8 @@ function chartArguments(verb: 'install' | 'upgrade', ...extra: string[]): string
     '-f',
     join(repoRoot, 'deploy', 'kind', 'values.yaml'),
     '--set',
+    `imageRegistry=${imageRegistry}`,
+    '--set',
     'ingress.replicas=3',
     // Two of each service that answers every request, as in production (three there): a rollout replaces
     // one while the other serves.
@@ -295,7 +308,7 @@ beforeAll(async () => {
     'kubectl',
   );
   await timed('the dev infrastructure image', buildDevInfraImage);
-  const images = [...services.map((service) => `localhost/inference-gateway/${service}:${imageTag}`), devInfraImage];
+  const images = [...services.map((service) => `localhost/${imagePrefix}${service}:${imageTag}`), devInfraImage];
   kubeconfig = await timed(
     'node up (control plane, containerd, image imports, kubelet, kube-proxy, CoreDNS)',
     async () =>
@@ -428,14 +441,20 @@ describe('the chart on a real node', () => {
         at === undefined
           ? 0
           : streams.filter((stream) => stream.startedAt < at && (stream.endedAt ?? Infinity) > at).length;
-      return { name, spanning };
+      return { name, spanning, at };
     });
+    /** Seconds from the upgrade's start, to place a failure among the pods' terminations. */
+    const sinceUpgrade = (at: number | undefined) => (at === undefined ? '-' : seconds(at - upgradeStarted));
     print(
       `node: rolling upgrade in ${seconds(upgradeMs)}: ${streams.length} streams, ${failed.length} failed, ` +
         `${overloadedAnswers - overloadedBefore} admissions answered 503 and retried by the SDK, ` +
         `${connectionFailures - connectionFailuresBefore} connections failed ` +
-        `${JSON.stringify(failed.slice(0, 5))}; open streams when each old pod began terminating: ` +
-        spans.map((span) => `${span.name} ${span.spanning}`).join(', '),
+        `${failed
+          .slice(0, 5)
+          .map((each) => `[${sinceUpgrade(each.startedAt)} to ${sinceUpgrade(each.endedAt)}: ${each.error}]`)
+          .join(' ')}; ` +
+        `open streams when each old pod began terminating (and when, since the upgrade began): ` +
+        spans.map((span) => `${span.name} ${span.spanning} (${sinceUpgrade(span.at)})`).join(', '),
     );
     expect(survivors).toEqual([]);
     expect(failed).toEqual([]);
