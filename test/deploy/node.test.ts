@@ -198,6 +198,16 @@ async function meteredEventIds(accountId: string): Promise<string[]> {
   });
 }
 
+/** deploy/node/node.sh up or down: prints the times its steps took, answers what it printed on stdout. */
+async function nodeScriptStep(...args: string[]): Promise<string> {
+  const { stdout, stderr } = await run('bash', [nodeScript, ...args], {
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 900_000,
+  });
+  for (const line of stderr.split('\n').filter((each) => /^node: .* after \d+ s/.test(each))) print(`  ${line}`);
+  return stdout.trim();
+}
+
 async function buildDevInfraImage(): Promise<void> {
   const base = (await run('bash', [join(repoRoot, 'deploy', 'images', 'base-image.sh')])).stdout.trim();
   const context = mkdtempSync(join(tmpdir(), 'gateway-dev-infra-'));
@@ -309,12 +319,8 @@ beforeAll(async () => {
   );
   await timed('the dev infrastructure image', buildDevInfraImage);
   const images = [...services.map((service) => `localhost/${imagePrefix}${service}:${imageTag}`), devInfraImage];
-  kubeconfig = await timed(
-    'node up (control plane, containerd, image imports, kubelet, kube-proxy, CoreDNS)',
-    async () =>
-      (
-        await run('bash', [nodeScript, 'up', ...images], { maxBuffer: 16 * 1024 * 1024, timeout: 900_000 })
-      ).stdout.trim(),
+  kubeconfig = await timed('node up (control plane, containerd, image imports, kubelet, kube-proxy, CoreDNS)', () =>
+    nodeScriptStep('up', ...images),
   );
   writeFileSync(join(tmpdir(), 'gateway-node-spool-volumes.json'), JSON.stringify(spoolVolumes(3)));
   await kubectl('apply', '-f', join(tmpdir(), 'gateway-node-spool-volumes.json'));
@@ -331,9 +337,7 @@ beforeAll(async () => {
 }, 3_000_000);
 
 afterAll(async () => {
-  await timed('node down (host restored)', async () => {
-    await run('bash', [nodeScript, 'down'], { maxBuffer: 16 * 1024 * 1024, timeout: 300_000 });
-  });
+  await timed('node down (host restored)', () => nodeScriptStep('down'));
 }, 400_000);
 
 describe('the chart on a real node', () => {
