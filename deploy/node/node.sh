@@ -122,11 +122,13 @@ delete_workloads() {
       --wait=false >/dev/null 2>&1 || true
   done
   kube delete pods --all --all-namespaces --grace-period=2 --wait=false >/dev/null 2>&1 || true
-  # The kubelet kills the containers and runs CNI DEL for each sandbox; wait until none is left.
+  # The kubelet kills the containers and stops each sandbox (CNI DEL); wait until no task runs. Their
+  # stopped containers are removed with containerd's state (the kubelet's garbage collection would take
+  # a minute more).
   local deadline=$((SECONDS + 60))
   while ((SECONDS < deadline)); do
     [[ -S $SOCKET ]] || break
-    [[ -z "$(ctr_ containers ls -q 2>/dev/null)" ]] && break
+    [[ -z "$(ctr_ tasks ls -q 2>/dev/null)" ]] && break
     sleep 1
   done
 }
