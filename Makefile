@@ -94,8 +94,8 @@ bench-bedrock: build
 
 # The chart's own pods on a real node (kubelet, containerd, kube-proxy, CoreDNS built or installed once and cached)
 # joined to a loopback control plane, from the images of `make images`; the node is taken down and the host restored
-# at the end, whatever happened (test/deploy/node.test.ts, docs/deployment.md). Not yet part of `make test`: its
-# rolling-upgrade case lost one stream of 81 to a router pod's replacement in the last run.
+# at the end, whatever happened (test/deploy/node.test.ts, docs/deployment.md). The `node` stage of `make test`;
+# this target runs it alone.
 test-node: build
 	bash deploy/install-helm.sh >/dev/null
 	bash deploy/cluster/install-control-plane.sh >/dev/null

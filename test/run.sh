@@ -52,12 +52,19 @@ stage promtool bash -c 'bash deploy/observability/promtool.sh install >/dev/null
 # scheduler and kwok built from their Go modules once (the cold build is the long part of a first run),
 # then cached outside the repository.
 stage control-plane bash -c 'bash deploy/cluster/install-control-plane.sh >/dev/null'
+# The real node of the real-pods test: kubelet, kube-proxy and CoreDNS built from their Go modules once
+# (cached beside the control plane), containerd, runc and the CNI plugins from Debian.
+stage node-tools bash -c 'bash deploy/node/install-node.sh >/dev/null'
 stage unit pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
 # The chart installed, upgraded, rolled back and uninstalled on that control plane (fake kwok nodes).
 stage cluster pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/cluster.test.ts \
   --json --outputFile="$results/cluster.json"
 # The six images (podman; the base image made locally when no registry answers); they print their sizes.
 stage images bash deploy/images/build.sh
+# The chart's own pods on a real node (kubelet, containerd, kube-proxy, CoreDNS) joined to a loopback control
+# plane, from those images; the node is taken down and the host restored at the end, whatever happened.
+stage node pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/node.test.ts \
+  --json --outputFile="$results/node.json"
 stage infrastructure bash deploy/local/infra.sh up
 set -a
 # shellcheck disable=SC1091

@@ -122,11 +122,13 @@ delete_workloads() {
       --wait=false >/dev/null 2>&1 || true
   done
   kube delete pods --all --all-namespaces --grace-period=2 --wait=false >/dev/null 2>&1 || true
-  # The kubelet kills the containers and runs CNI DEL for each sandbox; wait until none is left.
+  # The kubelet kills the containers and stops each sandbox (CNI DEL); wait until no task runs. Their
+  # stopped containers are removed with containerd's state (the kubelet's garbage collection would take
+  # a minute more).
   local deadline=$((SECONDS + 60))
   while ((SECONDS < deadline)); do
     [[ -S $SOCKET ]] || break
-    [[ -z "$(ctr_ containers ls -q 2>/dev/null)" ]] && break
+    [[ -z "$(ctr_ tasks ls -q 2>/dev/null)" ]] && break
     sleep 1
   done
 }
@@ -191,7 +193,9 @@ restore_host() {
 down() {
   [[ -d $STATE ]] || return 0
   log "stopping the node and undoing its changes to the host"
+  local started=$SECONDS
   delete_workloads
+  log "workloads deleted after $((SECONDS - started)) s"
   stop_component kube-proxy
   stop_component kubelet
   # Whatever the kubelet left running: killed through containerd, then containerd itself and its shims.
@@ -202,6 +206,7 @@ down() {
     for task in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$task" >/dev/null 2>&1 || true; done
   fi
   stop_component containerd
+  log "kube-proxy, kubelet and containerd stopped after $((SECONDS - started)) s"
   local pid
   for pid in $(processes_of_state); do stop_pid "$pid" 5; done
   for pid in $(processes_in_pods); do kill -KILL "$pid" 2>/dev/null || true; done
@@ -215,7 +220,7 @@ down() {
   remove_cgroups
   restore_host
   rm -rf "$STATE"
-  log "host restored"
+  log "host restored after $((SECONDS - started)) s"
 }
 
 # ---- up ----
@@ -318,10 +323,12 @@ conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeo
 EOF
 }
 
-import_image() {
-  local image=$1
-  podman --runtime runc save --format docker-archive "$image" | ctr_ images import - >/dev/null ||
-    die "importing $image into containerd failed"
+# One archive for every image: the layers they share (the Node base image of the six services) are written
+# and imported once, not once per image.
+import_images() {
+  (($#)) || return 0
+  podman --runtime runc save --multi-image-archive --format docker-archive "$@" | ctr_ images import - >/dev/null ||
+    die "importing $* into containerd failed"
 }
 
 up() {
@@ -331,14 +338,25 @@ up() {
   mkdir -p "$STATE/run" "$STATE/logs"
   record_host
   write_configs
+  # containerd's image store and snapshots on a tmpfs: the images unpack into memory, and `down` drops them
+  # with one unmount instead of deleting their hundred thousand files from a busy disk (over a minute).
+  mkdir -p "$STATE/containerd/root"
+  mount -t tmpfs -o size=8g,mode=0700 gateway-node-containerd "$STATE/containerd/root"
 
+  # The control plane starts while containerd takes the images (the longest step of `up`).
+  CLUSTER_PORT_BASE=$PORT_BASE bash deploy/cluster/control-plane.sh up "$STATE/cp" >"$STATE/logs/control-plane-up.log" 2>&1 &
+  local control_plane=$!
   start_component containerd containerd --config "$STATE/containerd/config.toml"
   wait_for containerd 30 containerd ctr_ version
   ctr_ images import "$tools/images/pause.tar" >/dev/null
   ctr_ images import "$tools/images/coredns.tar" >/dev/null
-  local image
-  for image in "${images[@]}"; do import_image "$image"; done
+  import_images "${images[@]}"
   log "containerd and $((${#images[@]} + 2)) images ready after $((SECONDS - started)) s"
+  if ! wait "$control_plane"; then
+    tail -30 "$STATE/logs/control-plane-up.log" >&2
+    die "the control plane did not start"
+  fi
+  log "control plane ready after $((SECONDS - started)) s"
 
   # Pods reach the API server (loopback only) at kubernetes.default.svc: the bridge is made before the
   # CNI would, with route_localnet on it alone, and a DNAT from the bridge to the loopback port.
@@ -350,7 +368,6 @@ up() {
     -j DNAT --to-destination "127.0.0.1:$APISERVER_PORT"
   iptables -t nat -I PREROUTING 1 -i "$BRIDGE" -j GWNODE-APISERVER
 
-  CLUSTER_PORT_BASE=$PORT_BASE bash deploy/cluster/control-plane.sh up "$STATE/cp"
   start_component kubelet "$tools/bin/kubelet" --config "$STATE/kubelet/config.yaml" \
     --kubeconfig "$STATE/cp/kubeconfig" --root-dir "$STATE/kubelet/root" --cert-dir "$STATE/kubelet/pki" \
     --hostname-override "$NODE_NAME" --v 1

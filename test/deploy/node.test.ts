@@ -30,6 +30,17 @@ const namespace = 'gateway';
 const release = 'gw';
 const services = ['auth', 'policy', 'quota', 'router', 'metering', 'ingress'];
 const imageTag = '0.1.0';
+/**
+ * The images as deploy/images/build.sh names them (`IMAGE_PREFIX`, default `inference-gateway/`): a run
+ * can test images of its own without replacing the ones other builds on the machine use.
+ */
+const imagePrefix = process.env.IMAGE_PREFIX ?? 'inference-gateway/';
+const chartRepositoryPrefix = 'inference-gateway/';
+if (!imagePrefix.endsWith(chartRepositoryPrefix)) {
+  throw new Error(`IMAGE_PREFIX must end with ${chartRepositoryPrefix}, as the chart's image repositories begin`);
+}
+/** podman names a local image localhost/<name>; the chart puts the registry before its repositories. */
+const imageRegistry = `localhost/${imagePrefix.slice(0, -chartRepositoryPrefix.length)}`;
 const devInfraImage = 'localhost/gateway-node/dev-infra:1';
 /** Fixed (node.sh's default), so that the manifests' hostPath volumes can name it. */
 const nodeState = '/var/lib/gateway-node';
@@ -187,6 +198,16 @@ async function meteredEventIds(accountId: string): Promise<string[]> {
   });
 }
 
+/** deploy/node/node.sh up or down: prints the times its steps took, answers what it printed on stdout. */
+async function nodeScriptStep(...args: string[]): Promise<string> {
+  const { stdout, stderr } = await run('bash', [nodeScript, ...args], {
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 900_000,
+  });
+  for (const line of stderr.split('\n').filter((each) => /^node: .* after \d+ s/.test(each))) print(`  ${line}`);
+  return stdout.trim();
+}
+
 async function buildDevInfraImage(): Promise<void> {
   const base = (await run('bash', [join(repoRoot, 'deploy', 'images', 'base-image.sh')])).stdout.trim();
   const context = mkdtempSync(join(tmpdir(), 'gateway-dev-infra-'));
@@ -272,6 +293,8 @@ function chartArguments(verb: 'install' | 'upgrade', ...extra: string[]): string
     '-f',
     join(repoRoot, 'deploy', 'kind', 'values.yaml'),
     '--set',
+    `imageRegistry=${imageRegistry}`,
+    '--set',
     'ingress.replicas=3',
     // Two of each service that answers every request, as in production (three there): a rollout replaces
     // one while the other serves.
@@ -295,13 +318,9 @@ beforeAll(async () => {
     'kubectl',
   );
   await timed('the dev infrastructure image', buildDevInfraImage);
-  const images = [...services.map((service) => `localhost/inference-gateway/${service}:${imageTag}`), devInfraImage];
-  kubeconfig = await timed(
-    'node up (control plane, containerd, image imports, kubelet, kube-proxy, CoreDNS)',
-    async () =>
-      (
-        await run('bash', [nodeScript, 'up', ...images], { maxBuffer: 16 * 1024 * 1024, timeout: 900_000 })
-      ).stdout.trim(),
+  const images = [...services.map((service) => `localhost/${imagePrefix}${service}:${imageTag}`), devInfraImage];
+  kubeconfig = await timed('node up (control plane, containerd, image imports, kubelet, kube-proxy, CoreDNS)', () =>
+    nodeScriptStep('up', ...images),
   );
   writeFileSync(join(tmpdir(), 'gateway-node-spool-volumes.json'), JSON.stringify(spoolVolumes(3)));
   await kubectl('apply', '-f', join(tmpdir(), 'gateway-node-spool-volumes.json'));
@@ -318,9 +337,7 @@ beforeAll(async () => {
 }, 3_000_000);
 
 afterAll(async () => {
-  await timed('node down (host restored)', async () => {
-    await run('bash', [nodeScript, 'down'], { maxBuffer: 16 * 1024 * 1024, timeout: 300_000 });
-  });
+  await timed('node down (host restored)', () => nodeScriptStep('down'));
 }, 400_000);
 
 describe('the chart on a real node', () => {
@@ -407,7 +424,8 @@ describe('the chart on a real node', () => {
         await sleep(700);
       }
     })();
-    await sleep(12_000);
+    // The first pod is replaced some 20 s into the upgrade, by when a dozen streams are open anyway.
+    await sleep(3_000);
     const upgradeStarted = Date.now();
     await timed('helm upgrade --wait (every workload rolls) under streams', () =>
       helm(...chartArguments('upgrade', '--set', 'logLevel=info')),
@@ -428,14 +446,20 @@ describe('the chart on a real node', () => {
         at === undefined
           ? 0
           : streams.filter((stream) => stream.startedAt < at && (stream.endedAt ?? Infinity) > at).length;
-      return { name, spanning };
+      return { name, spanning, at };
     });
+    /** Seconds from the upgrade's start, to place a failure among the pods' terminations. */
+    const sinceUpgrade = (at: number | undefined) => (at === undefined ? '-' : seconds(at - upgradeStarted));
     print(
       `node: rolling upgrade in ${seconds(upgradeMs)}: ${streams.length} streams, ${failed.length} failed, ` +
         `${overloadedAnswers - overloadedBefore} admissions answered 503 and retried by the SDK, ` +
         `${connectionFailures - connectionFailuresBefore} connections failed ` +
-        `${JSON.stringify(failed.slice(0, 5))}; open streams when each old pod began terminating: ` +
-        spans.map((span) => `${span.name} ${span.spanning}`).join(', '),
+        `${failed
+          .slice(0, 5)
+          .map((each) => `[${sinceUpgrade(each.startedAt)} to ${sinceUpgrade(each.endedAt)}: ${each.error}]`)
+          .join(' ')}; ` +
+        `open streams when each old pod began terminating (and when, since the upgrade began): ` +
+        spans.map((span) => `${span.name} ${span.spanning} (${sinceUpgrade(span.at)})`).join(', '),
     );
     expect(survivors).toEqual([]);
     expect(failed).toEqual([]);

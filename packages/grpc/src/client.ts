@@ -1,4 +1,9 @@
-import { makeGenericClientConstructor, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
+import {
+  connectivityState as ConnectivityState,
+  makeGenericClientConstructor,
+  Metadata,
+  status as GrpcStatus,
+} from '@grpc/grpc-js';
 import type { ChannelOptions, Client, ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import type { DescMessage, MessageShape } from '@bufbuild/protobuf';
 import { create } from '@bufbuild/protobuf';
@@ -7,7 +12,7 @@ import type { GrpcTransport } from '@gw/config';
 import { err, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import { grpcServiceDefinition } from './definition';
-import { fromGrpcError } from './error-detail';
+import { errorDetailTrailer, fromGrpcError } from './error-detail';
 import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
 import { injectTraceContext } from './tracing';
 import { channelCredentials, transportChannelOptions } from './transport';
@@ -27,6 +32,19 @@ export interface ClientOptions {
   maxMessageBytes?: number;
   /** Mutual TLS, or plaintext: from the process's configuration (readGrpcTransport), never assumed. */
   transport: GrpcTransport;
+  /**
+   * Server-streaming calls that end UNAVAILABLE before their first message, with no answer of the
+   * service's own (a pod that went away or refused the connection, no ready address while DNS catches up
+   * after a rollout), are sent again once the channel has a ready connection: at most `attempts` in all,
+   * waiting at most `readyWithinMs` each time. Only for methods that may run again when nothing came back.
+   * Omitted: never sent again.
+   */
+  streamRetry?: StreamRetry;
+}
+
+export interface StreamRetry {
+  attempts: number;
+  readyWithinMs: number;
 }
 
 /**
@@ -144,32 +162,105 @@ export function createServiceClient<M extends GenServiceMethods>(
         });
       };
     } else if (method.methodKind === 'server_streaming') {
-      client[method.localName] = (request: unknown, callOptions?: CallOptions) =>
-        (async function* () {
-          const signal = callOptions?.signal;
-          if (signal?.aborted) {
-            yield err(cancelledBeforeSending(options.callee));
-            return;
-          }
-          const call = (invoke as UntypedServerStream)(
-            create(method.input, request as never),
-            callMetadata(callOptions),
-            {
-              deadline: streamDeadline(callOptions),
-            },
-          );
-          const cancel = () => call.cancel();
-          signal?.addEventListener('abort', cancel, { once: true });
-          try {
-            for await (const response of call) yield ok(response as MessageShape<DescMessage>);
-          } catch (error) {
-            yield err(fromGrpcError(error as ServiceError, options.callee));
-          } finally {
-            signal?.removeEventListener('abort', cancel);
-            call.cancel();
-          }
-        })();
+      client[method.localName] = serverStreamingMethod(
+        channel,
+        invoke as UntypedServerStream,
+        (request) => create(method.input, request as never),
+        options,
+      );
     }
   }
   return client as ServiceClient<M> & { close(): void };
+}
+
+/**
+ * Resolves true once the channel has a ready connection (asking it to connect), false when `withinMs` or
+ * the signal ends first. Its own timer, cleared either way: grpc-js's waitForReady keeps one to its deadline.
+ */
+function channelReady(client: Client, withinMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  const channel = client.getChannel();
+  return new Promise<boolean>((resolve) => {
+    let settled = false;
+    const finish = (ready: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+      resolve(ready);
+    };
+    const stop = () => finish(false);
+    const timer = setTimeout(stop, withinMs);
+    signal?.addEventListener('abort', stop, { once: true });
+    const check = () => {
+      if (settled) return;
+      const state = channel.getConnectivityState(true);
+      if (state === ConnectivityState.READY) finish(true);
+      else if (state === ConnectivityState.SHUTDOWN) finish(false);
+      // No deadline of grpc-js's own (no timer left behind); a watcher outliving the wait returns at once.
+      else channel.watchConnectivityState(state, Infinity, check);
+    };
+    check();
+  });
+}
+
+/** UNAVAILABLE from the call itself (no error the service answered with): it may be sent again. */
+const unavailableWithoutAnswer = (error: ServiceError) =>
+  error.code === GrpcStatus.UNAVAILABLE && (error.metadata?.get(errorDetailTrailer).length ?? 0) === 0;
+
+/**
+ * A server-streaming method: its responses, then a failure as a value if it fails. With `streamRetry`, a
+ * call that failed UNAVAILABLE before any response is sent again (same request, same deadline).
+ */
+function serverStreamingMethod(
+  channel: Client,
+  invoke: UntypedServerStream,
+  message: (request: unknown) => unknown,
+  options: ClientOptions,
+) {
+  const attempts = Math.max(1, options.streamRetry?.attempts ?? 1);
+  return (request: unknown, callOptions?: CallOptions) =>
+    (async function* () {
+      const signal = callOptions?.signal;
+      if (signal?.aborted) {
+        yield err(cancelledBeforeSending(options.callee));
+        return;
+      }
+      const deadline = streamDeadline(callOptions);
+      const input = message(request);
+      for (let attempt = 1; ; attempt += 1) {
+        const call = invoke(input, callMetadata(callOptions), { deadline });
+        const cancel = () => call.cancel();
+        signal?.addEventListener('abort', cancel, { once: true });
+        let answered = false;
+        let failure: ServiceError;
+        try {
+          for await (const response of call) {
+            answered = true;
+            yield ok(response as MessageShape<DescMessage>);
+          }
+          return;
+        } catch (error) {
+          failure = error as ServiceError;
+        } finally {
+          signal?.removeEventListener('abort', cancel);
+          call.cancel();
+        }
+        const again =
+          !answered &&
+          attempt < attempts &&
+          unavailableWithoutAnswer(failure) &&
+          (await channelReady(channel, readyWaitMs(options.streamRetry, deadline), signal));
+        if (!again) {
+          yield err(fromGrpcError(failure, options.callee));
+          return;
+        }
+      }
+    })();
+}
+
+/** How long a retry waits for a ready connection: the retry's bound, within the call's deadline. */
+function readyWaitMs(retry: StreamRetry | undefined, deadline: Date | undefined): number {
+  const bound = retry?.readyWithinMs ?? 0;
+  return deadline === undefined ? bound : Math.max(0, Math.min(bound, deadline.getTime() - Date.now()));
 }

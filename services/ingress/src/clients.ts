@@ -63,6 +63,10 @@ export function createClients(config: IngressConfig) {
       defaultTimeoutMs: 0,
       maxMessageBytes,
       transport: config.grpcTransport,
+      // A completion that ended UNAVAILABLE before its first event (a router pod that went away as the call
+      // reached it, no ready address while DNS catches up during a rollout) has given the caller nothing:
+      // it is sent again once a router answers, instead of failing the request with a 503.
+      streamRetry: { attempts: 3, readyWithinMs: 3_000 },
     }),
   };
 }
