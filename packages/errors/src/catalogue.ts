@@ -31,6 +31,9 @@ export interface CatalogueEntry {
 
 export type ErrorType = keyof typeof errorCatalogue;
 
+/** How long a caller is told to wait when the gateway or one of its dependencies is overloaded. */
+export const overloadRetryAfterMs: number = errorCatalogue.overloaded_error.retryAfterMs;
+
 export const errorTypes = Object.keys(errorCatalogue) as ErrorType[];
 
 export function isErrorType(value: string): value is ErrorType {
