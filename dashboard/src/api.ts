@@ -1,4 +1,5 @@
 /** The admin API of docs/admin-api.md, called with the credential the session holds in memory. */
+import type { KeyEnvironment as Environment, PrivacyMode, ResidencyTier as Residency } from '@gw/vocabulary';
 
 export interface Limits {
   requests_per_minute: number | null;
@@ -18,9 +19,7 @@ export interface Account {
   limits: Limits;
 }
 
-export type Environment = 'live' | 'test';
-export type Residency = 'uk' | 'eu';
-export type PrivacyMode = 'off' | 'flag' | 'redact' | 'tokenise';
+export type { Environment, PrivacyMode, Residency };
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
 export interface Key {

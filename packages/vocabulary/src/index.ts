@@ -25,9 +25,9 @@ export const isResidencyTier = (value: unknown): value is ResidencyTier => isOne
 export const isPrivacyMode = (value: unknown): value is PrivacyMode => isOneOf(privacyModes, value);
 export const isKeyEnvironment = (value: unknown): value is KeyEnvironment => isOneOf(keyEnvironments, value);
 
-/** `"a", "b" or "c"`: the words a field accepts, for its error message. */
-export function expectedOneOf(words: readonly string[]): string {
-  const quoted = words.map((word) => `"${word}"`);
+/** `"a", "b" or "c"` (or unquoted: `a, b or c`): the words a field accepts, for its error message. */
+export function expectedOneOf(words: readonly string[], options: { quoted: boolean } = { quoted: true }): string {
+  const quoted = options.quoted ? words.map((word) => `"${word}"`) : [...words];
   return quoted.length < 2 ? quoted.join('') : `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}`;
 }
 
@@ -46,9 +46,16 @@ export interface BillingPeriod {
 export function billingPeriodOf(at: Date): BillingPeriod {
   const year = at.getUTCFullYear();
   const month = at.getUTCMonth();
-  const start = new Date(Date.UTC(year, month, 1));
+  const start = monthStart(year, month);
   const startDay = start.toISOString().slice(0, 10);
-  return { start, end: new Date(Date.UTC(year, month + 1, 1)), startDay, month: startDay.slice(0, 7) };
+  return { start, end: monthStart(year, month + 1), startDay, month: startDay.slice(0, 7) };
+}
+
+/** Midnight UTC on the first of a month (`Date.UTC` would read the years 0 to 99 as 1900 to 1999). */
+function monthStart(year: number, month: number): Date {
+  const start = new Date(0);
+  start.setUTCFullYear(year, month, 1);
+  return start;
 }
 
 /**
@@ -57,9 +64,9 @@ export function billingPeriodOf(at: Date): BillingPeriod {
  */
 export function billingPeriodStartingOn(startDay: string): BillingPeriod | undefined {
   const match = /^(\d{4})-(\d{2})-01$/.exec(startDay);
-  const month = Number(match?.[2]);
-  if (!match || month < 1 || month > 12) return undefined;
-  return billingPeriodOf(new Date(Date.UTC(Number(match[1]), month - 1, 1)));
+  const [year, month] = [Number(match?.[1]), Number(match?.[2])];
+  if (!match || year < 1 || month < 1 || month > 12) return undefined;
+  return billingPeriodOf(monthStart(year, month - 1));
 }
 
 /**

@@ -55,6 +55,12 @@ describe('billing period', () => {
     expect(billingPeriodOf(new Date('2027-01-01T00:00:00.000Z')).startDay).toBe('2027-01-01');
   });
 
+  it('follows UTC, not the offset the instant was written with', () => {
+    // 20:30 on 31 January in New York is already February in UTC.
+    expect(billingPeriodOf(new Date('2026-01-31T20:30:00-05:00')).startDay).toBe('2026-02-01');
+    expect(billingPeriodOf(new Date('2026-02-01T00:30:00+01:00')).startDay).toBe('2026-01-01');
+  });
+
   it('holds the instant, and starting on its first day gives it back', () => {
     fc.assert(
       fc.property(fc.date({ min: new Date('2000-01-01'), max: new Date('9999-11-30'), noInvalidDate: true }), (at) => {
@@ -67,7 +73,8 @@ describe('billing period', () => {
   });
 
   it('refuses a day that does not start a month', () => {
-    for (const text of ['2026-11-02', '2026-13-01', '2026-00-01', '2026-1-01', 'November']) {
+    expect(billingPeriodStartingOn('0042-03-01')?.start.toISOString()).toBe('0042-03-01T00:00:00.000Z');
+    for (const text of ['2026-11-02', '2026-13-01', '2026-00-01', '2026-1-01', '0000-01-01', 'November']) {
       expect(billingPeriodStartingOn(text)).toBeUndefined();
     }
   });
@@ -77,6 +84,33 @@ describe('cache-token weighting', () => {
   it('counts reads at 10 % and writes at 125 %, each rounded up', () => {
     expect(weightedInputTokens({ inputTokens: 100, cacheReadInputTokens: 11, cacheCreationInputTokens: 5 })).toBe(
       100 + 2 + 7,
+    );
+  });
+
+  it('weights cache reads at 10 % and cache writes at 125 %, each rounded up', () => {
+    expect(
+      weightedInputTokensExact({ inputTokens: 100n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 0n }),
+    ).toBe(100n);
+    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 10n, cacheCreationInputTokens: 0n })).toBe(
+      1n,
+    );
+    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 11n, cacheCreationInputTokens: 0n })).toBe(
+      2n,
+    );
+    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 1n, cacheCreationInputTokens: 0n })).toBe(
+      1n,
+    );
+    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 4n })).toBe(
+      5n,
+    );
+    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 1n })).toBe(
+      2n,
+    );
+    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 5n })).toBe(
+      7n,
+    );
+    expect(weightedInputTokensExact({ inputTokens: 7n, cacheReadInputTokens: 15n, cacheCreationInputTokens: 3n })).toBe(
+      7n + 2n + 4n,
     );
   });
 
@@ -103,4 +137,5 @@ describe('cache-token weighting', () => {
 it('names the words a field accepts', () => {
   expect(expectedOneOf(keyEnvironments)).toBe('"live" or "test"');
   expect(expectedOneOf(privacyModes)).toBe('"off", "flag", "redact" or "tokenise"');
+  expect(expectedOneOf(keyEnvironments, { quoted: false })).toBe('live or test');
 });

@@ -6,7 +6,7 @@ import type { Pool } from '@gw/db';
 import type { Result } from '@gw/errors';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller, Lease } from '../src/limits';
@@ -59,7 +59,7 @@ describe('Limits on a real three-master Redis Cluster', () => {
     return {
       rpm: `${prefix}:rpm`,
       inflight: `${prefix}:inflight`,
-      tokens: `${prefix}:tokens:${billingPeriod(new Date()).key}`,
+      tokens: `${prefix}:tokens:${billingPeriodOf(new Date()).month}`,
     };
   };
 
@@ -187,7 +187,7 @@ describe('Limits on a real three-master Redis Cluster', () => {
   });
 
   it('rebuilds lost allowance counters from the metered usage, on every master', async () => {
-    const period = billingPeriod(new Date());
+    const period = billingPeriodOf(new Date());
     const callers = Array.from({ length: 24 }, () => caller());
     // Account i has used i * 100 tokens (two rows each): from 1,000 on, the allowance is used up.
     const usedBy = (index: number) => index * 100;
@@ -197,7 +197,7 @@ describe('Limits on a real three-master Redis Cluster', () => {
        SELECT account_id, key_id, 'm', 'live', $2::date, 1, 0, 0, 0, 0, tokens
        FROM unnest($1::text[], $3::bigint[]) AS u(account_id, tokens)
        CROSS JOIN (VALUES ('key_x'), ('key_y')) AS k(key_id)`,
-      [callers.map((who) => who.accountId), period.start, callers.map((_, index) => usedBy(index) / 2)],
+      [callers.map((who) => who.accountId), period.startDay, callers.map((_, index) => usedBy(index) / 2)],
     );
     // Several decisions at once for each account: one rebuild wins (SET NX), and all of them agree.
     const decisions = await Promise.all(

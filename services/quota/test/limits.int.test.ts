@@ -5,7 +5,7 @@ import { createPool } from '@gw/db';
 import type { Pool } from '@gw/db';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller } from '../src/limits';
@@ -143,17 +143,17 @@ describe('Limits against real Redis and PostgreSQL', () => {
 
   it('rebuilds a lost allowance counter from the metered usage before admitting', async () => {
     const who = caller({ plan: 'generous' });
-    const period = billingPeriod(new Date());
+    const period = billingPeriodOf(new Date());
     await pool.query(
       `INSERT INTO usage_aggregates (account_id, key_id, model, environment, period_start, requests, input_tokens,
          output_tokens, cache_read_input_tokens, cache_creation_input_tokens, billable_tokens)
        VALUES ($1, 'key_x', 'm', 'live', $2, 3, 0, 0, 0, 0, 600), ($1, 'key_y', 'm', 'live', $2, 2, 0, 0, 0, 0, 400)`,
-      [who.accountId, period.start],
+      [who.accountId, period.startDay],
     );
     expect(await limits.acquire(who)).toEqual({
       ok: false,
       error: expect.objectContaining({ type: 'quota_exceeded' }),
     });
-    expect(await redis.get(`q:{a:${who.accountId}:live}:tokens:${period.key}`)).toBe('1000');
+    expect(await redis.get(`q:{a:${who.accountId}:live}:tokens:${period.month}`)).toBe('1000');
   });
 });

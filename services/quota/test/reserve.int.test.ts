@@ -7,7 +7,7 @@ import type { Result } from '@gw/errors';
 import { waitUntil } from '@gw/testing';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller, Lease } from '../src/limits';
@@ -48,7 +48,7 @@ describe('Reserve, then Acquire with the reserved lease, against real Redis', ()
   });
   const keysOf = (who: Caller) => {
     const prefix = `q:{a:${who.accountId}:${who.environment}}`;
-    return { inflight: `${prefix}:inflight`, tokens: `${prefix}:tokens:${billingPeriod(new Date()).key}` };
+    return { inflight: `${prefix}:inflight`, tokens: `${prefix}:tokens:${billingPeriodOf(new Date()).month}` };
   };
   const remaining = async (who: Caller) => {
     const peeked = await limits.peek(who);

@@ -1,9 +1,9 @@
 /** Typed client of the Admin HTTP API (docs/admin-api.md). Failures are returned as values, never thrown. */
 
+import type { KeyEnvironment, PrivacyMode, ResidencyTier as Residency } from '@gw/vocabulary';
+
+export type { KeyEnvironment, PrivacyMode, Residency };
 export type AccountStatus = 'active' | 'suspended';
-export type KeyEnvironment = 'live' | 'test';
-export type Residency = 'uk' | 'eu';
-export type PrivacyMode = 'off' | 'flag' | 'redact' | 'tokenise';
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
 /** The account's overrides of its plan; null means the plan's value. */
