@@ -1,7 +1,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 
 /**
- * The one place that maps an error type (spec §7 and docs/decisions.md) to its HTTP status, gRPC status
+ * The one place that maps an error type (docs/public-api.md#errors and docs/decisions.md) to its HTTP status, gRPC status
  * and SDK retry hint. Everything else asks this table.
  */
 export const errorCatalogue = {
