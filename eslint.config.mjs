@@ -30,6 +30,36 @@ export default tseslint.config(
     rules: { 'gateway/vocabulary-literals': 'error' },
   },
   {
+    // Tests wait through one helper (waitUntil from @gw/testing) and space out their own traffic with `pace`:
+    // no timer promise, no sleep of their own.
+    files: ['**/test/**/*.ts', '**/test/**/*.tsx', 'test/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        // A timer that only resolves (`setTimeout(resolve, ms)`): a sleep. A timer that ends a race with an event
+        // (`setTimeout(() => reject(new Error(…)), ms)`) is a bound, not a wait.
+        {
+          selector:
+            "NewExpression[callee.name='Promise'] CallExpression[callee.name='setTimeout'][arguments.0.type='Identifier']",
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not a timer promise.',
+        },
+        {
+          selector:
+            "NewExpression[callee.name='Promise'] CallExpression[callee.name='setTimeout'][arguments.0.body.type='CallExpression'][arguments.0.body.arguments.length=0]",
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not a timer promise.',
+        },
+        {
+          selector: 'CallExpression[callee.name=/^(sleep|delay|wait)$/]',
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not a sleep.',
+        },
+        {
+          selector: 'ImportDeclaration[source.value=/timers\\/promises$/]',
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not timers/promises.',
+        },
+      ],
+    },
+  },
+  {
     // The jest configs are CommonJS scripts.
     files: ['**/*.js'],
     languageOptions: {

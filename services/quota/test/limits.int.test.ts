@@ -9,6 +9,7 @@ import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller } from '../src/limits';
+import { waitForRoomInMinute } from '@gw/testing';
 
 const plan: PlanConfig = {
   id: 'tiny',
@@ -19,11 +20,8 @@ const plan: PlanConfig = {
 };
 const generous: PlanConfig = { ...plan, id: 'generous', limits: { ...plan.limits, requestsPerMinute: 1000 } };
 
-/** Waits out the last second of a clock minute, so a burst never straddles two windows. */
-async function awayFromMinuteBoundary(): Promise<void> {
-  const untilNext = 60_000 - (Date.now() % 60_000);
-  if (untilNext < 1_500) await new Promise((resolve) => setTimeout(resolve, untilNext + 50));
-}
+/** Waits out the last seconds of a clock minute, so a burst never straddles two windows. */
+const awayFromMinuteBoundary = () => waitForRoomInMinute(1_500);
 
 describe('Limits against real Redis and PostgreSQL', () => {
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });

@@ -3,8 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
-// The lint rule that keeps the shared words in @gw/vocabulary (tools/lint/vocabulary-literals.mjs), run as
-// `make lint` runs it: the repository's ESLint configuration, on code given as if it were a file at a path.
+// The lint rules that keep the shared words in @gw/vocabulary (tools/lint/vocabulary-literals.mjs) and the waits of
+// tests in @gw/testing, run as `make lint` runs them: the repository's ESLint configuration, on code given as if it
+// were a file at a path.
 
 const repoRoot = join(__dirname, '..', '..', '..');
 const eslintBin = join(repoRoot, 'node_modules', '.bin', 'eslint');
@@ -98,4 +99,32 @@ it('cannot be silenced: no source file turns the rule off, by name or with all r
     });
   }
   expect(found).toEqual([]);
+});
+
+describe('waits in tests', () => {
+  const planted = [
+    "import { setTimeout as sleep } from 'node:timers/promises';",
+    'export async function settle() {',
+    '  await new Promise((resolve) => setTimeout(resolve, 100));',
+    '  await new Promise<void>((resolve) => setTimeout(() => resolve(), 100));',
+    '  await sleep(100);',
+    '}',
+  ].join('\n');
+  const waitLines = async (path: string, code: string) =>
+    (await lint(path, code))
+      .filter((message) => message.ruleId === 'no-restricted-syntax')
+      .map((message) => message.line);
+
+  it('refuses a timer promise or a sleep in a test file: the one helper waits', async () => {
+    expect(await waitLines('services/auth/test/planted.test.ts', planted)).toEqual([1, 3, 4, 5]);
+    expect(await waitLines('test/e2e/planted.test.ts', planted)).toEqual([1, 3, 4, 5]);
+  });
+
+  it('leaves a timer that bounds a race with an event alone', async () => {
+    const bound = [
+      'export const within = (event: Promise<void>) =>',
+      "  Promise.race([event, new Promise((_, reject) => setTimeout(() => reject(new Error('late')), 1_000))]);",
+    ].join('\n');
+    expect(await waitLines('services/auth/test/planted.test.ts', bound)).toEqual([]);
+  });
 });
