@@ -87,32 +87,23 @@ describe('cache-token weighting', () => {
     );
   });
 
-  it('weights cache reads at 10 % and cache writes at 125 %, each rounded up', () => {
-    expect(
-      weightedInputTokensExact({ inputTokens: 100n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 0n }),
-    ).toBe(100n);
-    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 10n, cacheCreationInputTokens: 0n })).toBe(
-      1n,
-    );
-    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 11n, cacheCreationInputTokens: 0n })).toBe(
-      2n,
-    );
-    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 1n, cacheCreationInputTokens: 0n })).toBe(
-      1n,
-    );
-    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 4n })).toBe(
-      5n,
-    );
-    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 1n })).toBe(
-      2n,
-    );
-    expect(weightedInputTokensExact({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 5n })).toBe(
-      7n,
-    );
-    expect(weightedInputTokensExact({ inputTokens: 7n, cacheReadInputTokens: 15n, cacheCreationInputTokens: 3n })).toBe(
-      7n + 2n + 4n,
-    );
-  });
+  it.each([
+    [100n, 0n, 0n, 100n],
+    [0n, 10n, 0n, 1n],
+    [0n, 11n, 0n, 2n],
+    [0n, 1n, 0n, 1n],
+    [0n, 0n, 4n, 5n],
+    [0n, 0n, 1n, 2n],
+    [0n, 0n, 5n, 7n],
+    [7n, 15n, 3n, 7n + 2n + 4n],
+  ])(
+    'weights %d input, %d cache reads (10 %%) and %d cache writes (125 %%), rounded up, as %d',
+    (input, reads, writes, weighted) => {
+      expect(
+        weightedInputTokensExact({ inputTokens: input, cacheReadInputTokens: reads, cacheCreationInputTokens: writes }),
+      ).toBe(weighted);
+    },
+  );
 
   it('gives the same count in numbers and in exact integers', () => {
     const count = fc.integer({ min: 0, max: 10 ** 12 });
