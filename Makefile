@@ -33,6 +33,7 @@ build: gen
 
 lint: build
 	pnpm exec tsc -p tsconfig.tests.json
+	pnpm exec tsc -p dashboard/test/tsconfig.json
 	pnpm exec eslint .
 	pnpm exec prettier --check .
 

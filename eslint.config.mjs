@@ -1,5 +1,6 @@
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import gateway from './tools/lint/vocabulary-literals.mjs';
 
 export default tseslint.config(
   {
@@ -11,6 +12,51 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'error',
+    },
+  },
+  {
+    // The shared words are written once, in @gw/vocabulary (tools/lint/vocabulary-literals.mjs); tests may spell
+    // them out, as a caller would.
+    files: ['**/*.ts', '**/*.tsx'],
+    ignores: [
+      'packages/vocabulary/src/**',
+      '**/test/**',
+      'test/**',
+      // TODO: ingress still spells the words out; `node tools/lint/vocabulary-report.mjs` lists where. Once it uses
+      // @gw/vocabulary, delete this line.
+      'services/ingress/src/**',
+    ],
+    plugins: { gateway },
+    rules: { 'gateway/vocabulary-literals': 'error' },
+  },
+  {
+    // Tests wait through one helper (waitUntil from @gw/testing) and space out their own traffic with `pace`:
+    // no timer promise, no sleep of their own.
+    files: ['**/test/**/*.ts', '**/test/**/*.tsx', 'test/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        // A timer that only resolves (`setTimeout(resolve, ms)`): a sleep. A timer that ends a race with an event
+        // (`setTimeout(() => reject(new Error(…)), ms)`) is a bound, not a wait.
+        {
+          selector:
+            "NewExpression[callee.name='Promise'] CallExpression[callee.name='setTimeout'][arguments.0.type='Identifier']",
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not a timer promise.',
+        },
+        {
+          selector:
+            "NewExpression[callee.name='Promise'] CallExpression[callee.name='setTimeout'][arguments.0.body.type='CallExpression'][arguments.0.body.arguments.length=0]",
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not a timer promise.',
+        },
+        {
+          selector: 'CallExpression[callee.name=/^(sleep|delay|wait)$/]',
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not a sleep.',
+        },
+        {
+          selector: 'ImportDeclaration[source.value=/timers\\/promises$/]',
+          message: 'Wait with waitUntil from @gw/testing (or space out traffic with pace), not timers/promises.',
+        },
+      ],
     },
   },
   {

@@ -13,7 +13,27 @@ module.exports = {
     '<rootDir>/test/chart',
     // The one Dockerfile of the six images (static checks; the images stage builds it).
     '<rootDir>/test/images',
+    // The dashboard's components, rendered to HTML with preact-render-to-string (no browser: test/e2e has that).
+    '<rootDir>/dashboard',
   ],
-  testMatch: ['**/test/**/*.test.ts'],
+  testMatch: ['**/test/**/*.test.ts', '**/test/**/*.test.tsx'],
+  transform: {
+    ...base.transform,
+    '^.+\\.tsx$': [
+      '@swc/jest',
+      {
+        jsc: {
+          parser: { syntax: 'typescript', tsx: true },
+          transform: { react: { runtime: 'automatic', importSource: 'preact' } },
+          target: 'es2022',
+        },
+        module: { type: 'commonjs' },
+      },
+    ],
+    // Preact ships ES modules only; Jest runs CommonJS.
+    '/node_modules/.*preact.*\\.m?js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!.*preact)'],
+  moduleFileExtensions: [...base.moduleFileExtensions, 'tsx', 'mjs'],
   testPathIgnorePatterns: [...base.testPathIgnorePatterns, '\\.int\\.test\\.ts$'],
 };

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
+import { KeyEnvironment } from '@gw/vocabulary';
 import type { AdminClient, Environment } from './api';
-import { ErrorNote, TableScroll, formatGbp, formatTokens } from './ui';
+import { EnvironmentSelect, ErrorNote, TableScroll, formatGbp, formatTokens } from './ui';
 import { usageApi } from './usage-api';
 import type { KeyDayUsage, KeyUsage, KeyUsageLine } from './usage-api';
 import './usage-webhooks.css';
@@ -121,7 +122,7 @@ function DayTable({ usage }: { usage: KeyDayUsage }) {
 /** The account's usage this month per key, and per key and day, with CSV downloads of both. */
 export function KeyUsagePanel(props: { client: AdminClient; accountId: string }) {
   const api = usageApi(props.client);
-  const [environment, setEnvironment] = useState<Environment>('live');
+  const [environment, setEnvironment] = useState<Environment>(KeyEnvironment.live);
   const [month, setMonth] = useState<KeyUsage>();
   const [days, setDays] = useState<KeyDayUsage>();
   const [error, setError] = useState<string>();
@@ -148,13 +149,7 @@ export function KeyUsagePanel(props: { client: AdminClient; accountId: string })
       <div class="toolbar">
         <label>
           environment
-          <select
-            value={environment}
-            onChange={(event) => setEnvironment(event.currentTarget.value === 'test' ? 'test' : 'live')}
-          >
-            <option value="live">live</option>
-            <option value="test">test</option>
-          </select>
+          <EnvironmentSelect value={environment} onChange={setEnvironment} />
         </label>
         <button type="button" class="secondary" onClick={() => void load()}>
           Refresh

@@ -1,7 +1,8 @@
 import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { KeyEnvironment, keyEnvironments, PrivacyMode, privacyModes, ResidencyTier } from '@gw/vocabulary';
 import { AdminApiError } from './api';
-import type { AdminClient, CreatedKey, Environment, Key, KeyStatus, NewKey, PrivacyMode, Residency } from './api';
+import type { AdminClient, CreatedKey, Environment, Key, KeyStatus, NewKey, Residency } from './api';
 import { ConfirmDialog, ErrorNote, FieldError, ListStatus, ShownOnce, TableScroll, Timestamp } from './ui';
 import type { Confirmation } from './ui';
 
@@ -30,9 +31,9 @@ interface KeyForm {
 
 const emptyForm: KeyForm = {
   name: '',
-  environment: 'live',
-  residency: 'eu',
-  privacy_mode: 'off',
+  environment: KeyEnvironment.live,
+  residency: ResidencyTier.eu,
+  privacy_mode: PrivacyMode.off,
   allowed_models: '',
   allowed_ips: '',
   expires_at: '',
@@ -83,7 +84,8 @@ function CreateKeyForm(props: {
 }) {
   const [form, setForm] = useState(emptyForm);
   useEffect(() => {
-    if (!props.residencies.includes(form.residency)) setForm({ ...form, residency: props.residencies[0] ?? 'eu' });
+    if (!props.residencies.includes(form.residency))
+      setForm({ ...form, residency: props.residencies[0] ?? ResidencyTier.eu });
   }, [props.residencies]);
   const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
   const [error, setError] = useState<string>();
@@ -118,7 +120,7 @@ function CreateKeyForm(props: {
         <Choice
           name="environment"
           value={form.environment}
-          options={['live', 'test']}
+          options={keyEnvironments}
           onChange={(value) => set('environment', value)}
         />
         {besideField('environment')}
@@ -138,7 +140,7 @@ function CreateKeyForm(props: {
         <Choice
           name="privacy_mode"
           value={form.privacy_mode}
-          options={['off', 'flag', 'redact', 'tokenise']}
+          options={privacyModes}
           onChange={(value) => set('privacy_mode', value)}
         />
         {besideField('privacy_mode')}
@@ -358,7 +360,7 @@ export function KeysPanel(props: {
           <Choice
             name="environment-filter"
             value={filters.environment === '' ? 'all' : filters.environment}
-            options={['all', 'live', 'test']}
+            options={['all', ...keyEnvironments]}
             onChange={(value) => setFilters({ ...filters, environment: value === 'all' ? '' : value })}
           />
         </label>
@@ -473,7 +475,7 @@ export function KeysPanel(props: {
       <CreateKeyForm
         client={client}
         accountId={accountId}
-        residencies={props.residencies ?? ['eu', 'uk']}
+        residencies={props.residencies ?? [ResidencyTier.eu, ResidencyTier.uk]}
         onCreated={(created) => {
           setShown({ key: created, note: 'Give it to the caller now; the table shows only its prefix.' });
           void load();

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
+import { isKeyEnvironment, KeyEnvironment, keyEnvironments } from '@gw/vocabulary';
 
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
 const steps: [Intl.RelativeTimeFormatUnit, number][] = [
@@ -270,4 +271,23 @@ export function parseAmount(text: string): { value: number | null } | { error: s
   const value = Number(match[1]) * (match[2] === 'k' ? 1_000 : match[2] === 'm' ? 1_000_000 : 1);
   if (!Number.isSafeInteger(value) || value < 1) return { error: 'Enter a whole number of at least 1.' };
   return { value };
+}
+
+/** The usage panels' menu of key environments. */
+export function EnvironmentSelect(props: { value: KeyEnvironment; onChange: (value: KeyEnvironment) => void }) {
+  return (
+    <select
+      value={props.value}
+      onChange={(event) => {
+        const chosen = event.currentTarget.value;
+        props.onChange(isKeyEnvironment(chosen) ? chosen : KeyEnvironment.live);
+      }}
+    >
+      {keyEnvironments.map((environment) => (
+        <option key={environment} value={environment}>
+          {environment}
+        </option>
+      ))}
+    </select>
+  );
 }

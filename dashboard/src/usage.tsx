@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
+import { KeyEnvironment } from '@gw/vocabulary';
 import type { AccountUsage, AdminClient, Environment } from './api';
-import { ErrorNote, TableScroll, Timestamp, formatGbp, formatTokens } from './ui';
+import { EnvironmentSelect, ErrorNote, TableScroll, Timestamp, formatGbp, formatTokens } from './ui';
 
 const daySeconds = 24 * 3600;
 
@@ -59,7 +60,7 @@ function DailyChart({ usage }: { usage: AccountUsage }) {
 
 /** The account's usage this month: GET /v1/usage's numbers, plus the overage and the days. */
 export function UsagePanel(props: { client: AdminClient; accountId: string }) {
-  const [environment, setEnvironment] = useState<Environment>('live');
+  const [environment, setEnvironment] = useState<Environment>(KeyEnvironment.live);
   const [usage, setUsage] = useState<AccountUsage>();
   const [error, setError] = useState<string>();
   const [loadedAt, setLoadedAt] = useState<string>();
@@ -87,13 +88,7 @@ export function UsagePanel(props: { client: AdminClient; accountId: string }) {
       <div class="toolbar">
         <label>
           environment
-          <select
-            value={environment}
-            onChange={(event) => setEnvironment(event.currentTarget.value === 'test' ? 'test' : 'live')}
-          >
-            <option value="live">live</option>
-            <option value="test">test</option>
-          </select>
+          <EnvironmentSelect value={environment} onChange={setEnvironment} />
         </label>
         <button type="button" class="secondary" onClick={() => void load()}>
           Refresh

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
   ensureSecrets,
@@ -22,6 +21,7 @@ import {
   waitHealthy,
 } from '@gw/local-stack';
 import type { Infra, InfraPorts, Ports, StackOptions, StateDir } from '@gw/local-stack';
+import { waitUntil } from '@gw/testing';
 
 /**
  * A whole stack of its own for the chaos tests, which stop and start infrastructure: its own state
@@ -64,12 +64,7 @@ function alive(pid: number): boolean {
 }
 
 export async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (alive(pid)) {
-    if (Date.now() > deadline) return false;
-    await sleep(100);
-  }
-  return true;
+  return waitUntil(() => !alive(pid), { what: `process ${pid} to end`, timeoutMs, intervalMs: 100 }).catch(() => false);
 }
 
 /** The pid of an infrastructure process this state directory started, checked as infra.sh does (by cwd). */

@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
+import { pace, waitUntil } from '@gw/testing';
 
 export const model = 'claude-sonnet-5';
 
@@ -59,7 +59,7 @@ export class Load {
         if (index >= this.options.requests) return;
         this.issued += 1;
         const due = started + index * interval;
-        if (due > Date.now()) await sleep(due - Date.now());
+        if (due > Date.now()) await pace(due - Date.now());
         await this.one();
       }
     };
@@ -74,11 +74,9 @@ export class Load {
 
   /** Resolves once this many requests have been issued (bounded by timeoutMs). */
   async whenIssued(count: number, timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.issued < count) {
-      if (Date.now() > deadline) throw new Error(`load: only ${this.issued} of ${count} requests issued`);
-      await sleep(20);
-    }
+    await waitUntil(() => this.issued >= count, { what: `${count} requests issued`, timeoutMs }).catch(() => {
+      throw new Error(`load: only ${this.issued} of ${count} requests issued`);
+    });
   }
 
   private async one(): Promise<void> {

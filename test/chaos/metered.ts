@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { createKafka } from '@gw/kafka';
 import { kafkaConnection } from '@gw/local-stack';
 import type { ChaosStack } from './chaos-stack';
+import { waitUntil } from '@gw/testing';
 
 /** What Postgres holds for one account. */
 export interface MeteredTotals {
@@ -135,7 +135,7 @@ export async function waitUntilSettled(stack: ChaosStack, accountId: string, tim
   const started = Date.now();
   let previous: MeteredTotals | undefined;
   let last: MeteredTotals | undefined;
-  for (;;) {
+  const settledTotals = async () => {
     const [totals, spool, lag] = await Promise.all([
       meteredTotals(stack.infra.databaseUrl, accountId).catch(() => undefined),
       spoolDepth(stack),
@@ -143,17 +143,18 @@ export async function waitUntilSettled(stack: ChaosStack, accountId: string, tim
     ]);
     if (totals) last = totals;
     const still = totals !== undefined && previous !== undefined && JSON.stringify(totals) === JSON.stringify(previous);
-    if (still && spool === 0 && lag === 0) return { totals: totals!, waitedMs: Date.now() - started, settled: true };
-    if (Date.now() - started > timeoutMs) {
-      return {
-        totals: last ?? (await meteredTotals(stack.infra.databaseUrl, accountId)),
-        waitedMs: Date.now() - started,
-        settled: false,
-      };
-    }
     previous = totals;
-    await sleep(1_000);
-  }
+    return still && spool === 0 && lag === 0 ? totals : undefined;
+  };
+  const settled = await waitUntil(settledTotals, { what: 'a settled pipeline', timeoutMs, intervalMs: 1_000 }).catch(
+    () => undefined,
+  );
+  if (settled) return { totals: settled, waitedMs: Date.now() - started, settled: true };
+  return {
+    totals: last ?? (await meteredTotals(stack.infra.databaseUrl, accountId)),
+    waitedMs: Date.now() - started,
+    settled: false,
+  };
 }
 
 /** Usage events of the running ingress (since its start): handed to its spool, and acknowledged by Kafka. */

@@ -6,7 +6,6 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { processSpecs, repoRoot } from '@gw/local-stack';
 import { waitUntil } from '@gw/testing';
@@ -160,33 +159,30 @@ async function expectExactlyMetered(
 
 /** Polls until the account has an aggregate row (its first events are metered). */
 async function waitForAggregateRow(client: Client, accountId: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await client.query('SELECT 1 FROM usage_aggregates WHERE account_id = $1', [accountId])).rowCount === 0) {
-    if (Date.now() > deadline) throw new Error(`no usage metered for ${accountId} within ${timeoutMs} ms`);
-    await sleep(100);
-  }
+  await waitUntil(
+    async () =>
+      (await client.query('SELECT 1 FROM usage_aggregates WHERE account_id = $1', [accountId])).rowCount !== 0,
+    { what: `usage metered for ${accountId}`, timeoutMs, intervalMs: 100 },
+  );
 }
 
 /** The backend of the session that waits for the lock this client holds (metering's writer). */
 async function waitForBlockedWriter(client: Client, timeoutMs: number): Promise<{ pid: number; waitEvent: string }> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await client.query<{ pid: number; waitEvent: string }>(
-      'SELECT pid, wait_event AS "waitEvent" FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))',
-    );
-    if (rows[0]) return rows[0];
-    if (Date.now() > deadline) throw new Error(`metering did not reach the locked aggregate within ${timeoutMs} ms`);
-    await sleep(50);
-  }
+  const blocked = async () =>
+    (
+      await client.query<{ pid: number; waitEvent: string }>(
+        'SELECT pid, wait_event AS "waitEvent" FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))',
+      )
+    ).rows[0];
+  return waitUntil(blocked, { what: 'metering to reach the locked aggregate', timeoutMs, intervalMs: 50 }).then(
+    (row) => row!,
+  );
 }
 
 async function waitForBackendEnd(client: Client, backend: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await client.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend])).rowCount !== 0) {
-    if (Date.now() > deadline) return false;
-    await sleep(100);
-  }
-  return true;
+  const ended = async () =>
+    (await client.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend])).rowCount === 0;
+  return waitUntil(ended, { what: `backend ${backend} to end`, timeoutMs, intervalMs: 100 }).catch(() => false);
 }
 
 async function spoolSegments(): Promise<number> {

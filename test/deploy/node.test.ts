@@ -4,11 +4,10 @@ import { request as httpRequest } from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from 'pg';
-import { waitUntil } from '@gw/testing';
+import { pace, waitUntil } from '@gw/testing';
 
 /**
  * The chart's own pods, running for real: a node with a real kubelet, containerd and runc, the CNI bridge,
@@ -394,7 +393,7 @@ describe('the chart on a real node', () => {
             terminating.set(pod.metadata.uid, Date.now());
           }
         }
-        await sleep(250);
+        await pace(250);
       }
     })();
     // A stub stream of about 10 s started every 700 ms: always a dozen or so open.
@@ -421,11 +420,11 @@ describe('the chart on a real node', () => {
               },
             ),
         );
-        await sleep(700);
+        await pace(700);
       }
     })();
     // The first pod is replaced some 20 s into the upgrade, by when a dozen streams are open anyway.
-    await sleep(3_000);
+    await pace(3_000);
     const upgradeStarted = Date.now();
     await timed('helm upgrade --wait (every workload rolls) under streams', () =>
       helm(...chartArguments('upgrade', '--set', 'logLevel=info')),

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { repoRoot } from '@gw/local-stack';
 import { harness } from './harness';
+import { waitUntil } from '@gw/testing';
 
 const h = harness();
 const cli = join(repoRoot, 'tools/gwctl/dist/main.js');
@@ -63,8 +64,6 @@ function sayHello(apiKey: string) {
   });
 }
 
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
 describe('gwctl against the stack', () => {
   let accountId: string;
   let keyId: string;
@@ -101,17 +100,23 @@ describe('gwctl against the stack', () => {
       const message = await sayHello(keyValue);
       expect(message.type).toBe('message');
 
-      let listed: ListedKey | undefined;
-      const deadline = Date.now() + lastUsedWaitMs;
-      for (;;) {
-        const { value, run } = await gwctlJson<{ data: ListedKey[] }>('keys', 'list', '--account', accountId, '--json');
-        laterRuns.push(run);
-        listed = value.data.find((key) => key.id === keyId);
-        expect(listed).toBeDefined();
-        expect(Object.keys(listed!)).not.toContain('key');
-        if (listed!.last_used_at !== null || Date.now() > deadline) break;
-        await sleep(2_000);
-      }
+      const listed = await waitUntil(
+        async () => {
+          const { value, run } = await gwctlJson<{ data: ListedKey[] }>(
+            'keys',
+            'list',
+            '--account',
+            accountId,
+            '--json',
+          );
+          laterRuns.push(run);
+          return value.data.find((key) => key.id === keyId);
+        },
+        { what: "the key's last use in gwctl's list", timeoutMs: lastUsedWaitMs, intervalMs: 2_000 },
+        (key) => key?.last_used_at !== null,
+      );
+      expect(listed).toBeDefined();
+      expect(Object.keys(listed!)).not.toContain('key');
       expect(listed!.last_used_at).toEqual(expect.any(String));
       // The use this test made, so within a minute of now: not before it (1 s for rounding), not in the future.
       const lastUsedAt = Date.parse(listed!.last_used_at!);

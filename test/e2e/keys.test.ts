@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { harness } from './harness';
 import { admin, counterTotal, rawRequest } from './http';
+import { waitUntil } from '@gw/testing';
 
 const h = harness();
 const model = 'claude-sonnet-5';
@@ -61,8 +62,9 @@ describe('API keys', () => {
   it('refuses missing, malformed, unknown, revoked and expired keys with the same 401 body', async () => {
     const revoked = await createKey();
     await admin(h, 'POST', `/keys/${revoked.id}/revoke`);
-    const expired = await createKey({ expires_at: new Date(Date.now() + 300).toISOString() });
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    const expiresAt = Date.now() + 300;
+    const expired = await createKey({ expires_at: new Date(expiresAt).toISOString() });
+    await waitUntil(() => Date.now() > expiresAt, { what: 'the key to expire' });
     const cases: Record<string, string>[] = [
       {},
       { 'x-api-key': 'not-a-key' },

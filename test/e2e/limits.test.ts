@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import Redis from 'ioredis';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '@gw/testing';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
 import type { RawResponse } from './http';
@@ -72,6 +73,13 @@ const inflightKey = (accountId: string) => `q:{a:${accountId}:test}:inflight`;
 
 describe('the three limits across replicas', () => {
   const redis = new Redis(h.replica.redisUrl);
+  /** Within a second of the clients going away, no slot is held. */
+  const slotsFreed = (accountId: string) =>
+    waitUntil(
+      () => redis.zcard(inflightKey(accountId)),
+      { what: 'every slot freed', timeoutMs: 1_000 },
+      (held) => held === 0,
+    );
   let quota2: Replica;
   let ingress2: Replica;
 
@@ -112,8 +120,7 @@ describe('the three limits across replicas', () => {
     expect(streams.filter((stream) => stream.status === 429)).toHaveLength(10 - concurrency);
     expect(await redis.zcard(inflightKey(accountId))).toBe(concurrency);
     for (const stream of streams) stream.abort();
-    await sleep(1_000);
-    expect(await redis.zcard(inflightKey(accountId))).toBe(0);
+    await slotsFreed(accountId);
   });
 
   it('leaks no slot when 1,000 streaming clients disconnect mid-stream', async () => {
@@ -124,12 +131,14 @@ describe('the three limits across replicas', () => {
       );
       expect(streams.every((stream) => stream.status === 200)).toBe(true);
       for (const stream of streams) stream.abort();
-      // Each batch needs the previous one's slots back: a leak shows up as a 429 here.
-      const deadline = Date.now() + 1_000;
-      while ((await redis.zcard(inflightKey(accountId))) > 0 && Date.now() < deadline) await sleep(20);
+      // Each batch needs the previous one's slots back: a leak shows up as a 429 in the next batch, or below.
+      await waitUntil(
+        () => redis.zcard(inflightKey(accountId)),
+        { what: 'the batch freed', timeoutMs: 1_000 },
+        (held) => held === 0,
+      ).catch(() => undefined);
     }
-    await sleep(1_000);
-    expect(await redis.zcard(inflightKey(accountId))).toBe(0);
+    await slotsFreed(accountId);
   }, 180_000);
 
   it('frees the leases of a quota process killed with SIGKILL within the lease timeout', async () => {
@@ -139,12 +148,11 @@ describe('the three limits across replicas', () => {
     await quota2.stop('SIGKILL');
     const killedAt = Date.now();
     // Leases are renewed through the dead process no more; they lapse after LEASE_TTL_MS (2 s).
-    let live = 4;
-    while (live > 0 && Date.now() - killedAt < 5_000) {
-      live = await redis.zcount(inflightKey(accountId), Date.now(), '+inf');
-      await sleep(100);
-    }
-    expect(live).toBe(0);
+    await waitUntil(
+      () => redis.zcount(inflightKey(accountId), Date.now(), '+inf'),
+      { what: 'no live lease', timeoutMs: 5_000, intervalMs: 100 },
+      (live) => live === 0,
+    );
     expect(Date.now() - killedAt).toBeLessThan(2_000 + 1_000);
     const admitted = await Promise.all(Array.from({ length: 4 }, () => openSlowStream(h.baseUrl, key)));
     expect(admitted.every((stream) => stream.status === 200)).toBe(true);
@@ -171,7 +179,10 @@ describe('limits as the official SDK sees them', () => {
   });
 
   it('tries quota_exceeded exactly once, though the SDK retries other 429s', async () => {
-    const { key } = await accountWithKey({ monthly_tokens: 1, hard_ceiling_tokens: 1, overage: false }, 'live');
+    const { accountId, key } = await accountWithKey(
+      { monthly_tokens: 1, hard_ceiling_tokens: 1, overage: false },
+      'live',
+    );
     let attempts = 0;
     const counting: typeof fetch = async (input, init) => {
       attempts += 1;
@@ -181,7 +192,11 @@ describe('limits as the official SDK sees them', () => {
     const params = { model, max_tokens: 8, messages: [{ role: 'user' as const, content: 'spend my tokens' }] };
     await sdk.messages.create(params);
     // The first request's tokens are charged when it ends.
-    await sleep(200);
+    const tokensKey = `q:{a:${accountId}:live}:tokens:${billingPeriodOf(new Date()).month}`;
+    const counters = new Redis(h.replica.redisUrl);
+    await waitUntil(async () => Number(await counters.get(tokensKey)) > 0, {
+      what: 'the first request charged',
+    }).finally(() => counters.disconnect());
     attempts = 0;
     const error = await sdk.messages.create(params).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Anthropic.RateLimitError);

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { grpcTransportEnv, isHealthy, repoRoot, stackGrpcTransport } from '@gw/local-stack';
 import type { HealthCheck } from '@gw/local-stack';
+import { waitForRoomInMinute, waitUntil } from '@gw/testing';
 import type { Harness } from './harness';
 
 export interface Replica {
@@ -17,11 +17,12 @@ async function startReplica(script: string, env: Record<string, string>, health:
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 15_000;
-  while (!(await isHealthy(health))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${script} did not come up`);
-    await sleep(100);
-  }
+  const up = await waitUntil(
+    async () => (child.exitCode === null ? await isHealthy(health) : 'exited'),
+    { what: `${script} to come up`, timeoutMs: 15_000, intervalMs: 100 },
+    (state) => state !== false,
+  );
+  if (up !== true) throw new Error(`${script} did not come up`);
   return {
     process: child,
     stop: async (signal = 'SIGTERM') => {
@@ -93,7 +94,4 @@ export function startIngressReplica(
 }
 
 /** Waits out the last seconds of a clock minute, so a burst never straddles two windows. */
-export async function awayFromMinuteBoundary(marginMs = 3_000): Promise<void> {
-  const untilNext = 60_000 - (Date.now() % 60_000);
-  if (untilNext < marginMs) await sleep(untilNext + 50);
-}
+export const awayFromMinuteBoundary = (marginMs = 3_000) => waitForRoomInMinute(marginMs);

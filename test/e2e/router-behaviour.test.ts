@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
 import { admin } from './http';
 
@@ -178,17 +179,15 @@ describe('a client that goes away mid-stream', () => {
       outcome: string;
       closedAt?: string;
     }
-    let record: Recorded | undefined;
-    let seenAt = 0;
-    while (Date.now() - abortedAt < 3000) {
-      const log = (await (await fetch(`${simEu}/_sim/requests`)).json()) as Recorded[];
-      record = log.find((entry) => JSON.stringify(entry.body ?? {}).includes(marker));
-      if (record !== undefined && record.outcome !== 'in_progress') {
-        seenAt = Date.now();
-        break;
-      }
-      await new Promise((done) => setTimeout(done, 2));
-    }
+    const record = await waitUntil(
+      async () => {
+        const log = (await (await fetch(`${simEu}/_sim/requests`)).json()) as Recorded[];
+        return log.find((entry) => JSON.stringify(entry.body ?? {}).includes(marker));
+      },
+      { what: "the simulator's record of the closed request", timeoutMs: 3000, intervalMs: 2 },
+      (found) => found !== undefined && found.outcome !== 'in_progress',
+    );
+    const seenAt = Date.now();
     expect(record?.outcome).toBe('client_closed');
     const closedAfterMs = record?.closedAt !== undefined ? Date.parse(record.closedAt) - abortedAt : seenAt - abortedAt;
     expect(closedAfterMs).toBeLessThan(100);
@@ -196,14 +195,14 @@ describe('a client that goes away mid-stream', () => {
     // The router's side: its call ended as cancelled (it aborts the upstream request at that moment).
     const requestId = stream.request_id;
     expect(requestId).toMatch(/^req_/);
-    let ended: { time: string; outcome: string } | undefined;
-    while (ended === undefined && Date.now() - abortedAt < 3000) {
-      const lines = (await readFile(join(h.logsDir, 'router.log'), 'utf8')).split('\n');
-      ended = lines
-        .filter((line) => line.includes(requestId!) && line.includes('"completion ended"'))
-        .map((line) => JSON.parse(line) as { time: string; outcome: string })[0];
-      if (ended === undefined) await new Promise((done) => setTimeout(done, 20));
-    }
+    const ended = await waitUntil(
+      async () =>
+        (await readFile(join(h.logsDir, 'router.log'), 'utf8'))
+          .split('\n')
+          .filter((line) => line.includes(requestId!) && line.includes('"completion ended"'))
+          .map((line) => JSON.parse(line) as { time: string; outcome: string })[0],
+      { what: "the router's line for the ended call", timeoutMs: 3000 - (Date.now() - abortedAt) },
+    );
     expect(ended?.outcome).toBe('cancelled');
     expect(Date.parse(ended!.time) - abortedAt).toBeLessThan(100);
   });

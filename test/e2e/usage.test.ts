@@ -1,5 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '@gw/testing';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
 import { awayFromMinuteBoundary } from './replicas';
@@ -88,11 +88,11 @@ describe('GET /v1/usage', () => {
     });
     const endedAt = Date.now();
     const billable = message.usage.input_tokens + message.usage.output_tokens;
-    let after = await usage(key);
-    while (after.report.tokens.used < billable && Date.now() - endedAt < 2_000) {
-      await sleep(50);
-      after = await usage(key);
-    }
+    const after = await waitUntil(
+      () => usage(key),
+      { what: 'the report to count the request', timeoutMs: 2_000 - (Date.now() - endedAt), intervalMs: 50 },
+      (seen) => seen.report.tokens.used >= billable,
+    );
     checkShape(after.report, after.text);
     expect(after.report.tokens.used).toBe(billable);
     expect(after.report.by_model).toEqual([
@@ -108,12 +108,11 @@ describe('GET /v1/usage', () => {
     const key = await freshKey('test');
     const sdk = new Anthropic({ baseURL: h.baseUrl, apiKey: key, maxRetries: 0 });
     await sdk.messages.create({ model, max_tokens: 16, messages: [{ role: 'user', content: 'stub' }] });
-    let report = (await usage(key)).report;
-    const deadline = Date.now() + 2_000;
-    while (report.by_model.length === 0 && Date.now() < deadline) {
-      await sleep(50);
-      report = (await usage(key)).report;
-    }
+    const { report } = await waitUntil(
+      () => usage(key),
+      { what: 'the report to list the request', timeoutMs: 2_000, intervalMs: 50 },
+      (seen) => seen.report.by_model.length > 0,
+    );
     const { text } = await usage(key);
     checkShape(report, text);
     expect(report.tokens.used).toBe(0);

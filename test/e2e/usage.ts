@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '@gw/testing';
 import { Client } from 'pg';
 
 /** Polls for a request's usage row, which arrives asynchronously through Kafka. */
@@ -10,13 +10,11 @@ export async function waitForUsageRow(
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const { rows } = await client.query('SELECT * FROM usage_events WHERE event_id = $1', [requestId]);
-      if (rows[0]) return rows[0] as Record<string, unknown>;
-      if (Date.now() > deadline) throw new Error(`no usage row for ${requestId} after ${timeoutMs} ms`);
-      await sleep(200);
-    }
+    const row = await waitUntil(
+      async () => (await client.query('SELECT * FROM usage_events WHERE event_id = $1', [requestId])).rows[0],
+      { what: `the usage row of ${requestId}`, timeoutMs, intervalMs: 200 },
+    );
+    return row as Record<string, unknown>;
   } finally {
     await client.end();
   }

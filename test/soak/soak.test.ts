@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { Client } from 'pg';
-import { waitUntil } from '@gw/testing';
+import { pace, waitUntil } from '@gw/testing';
 import {
   chaosStack,
   chaosState,
@@ -222,7 +221,7 @@ describe('soak', () => {
           directives: 'sim:pace=100',
           maxTokens: 80,
         });
-        await sleep(1_000 + Math.floor(Math.random() * 2_000));
+        await pace(1_000 + Math.floor(Math.random() * 2_000));
         const revoked = await admin('POST', `/keys/${key.id}/revoke`).then(
           () => true,
           () => false,
@@ -253,7 +252,7 @@ describe('soak', () => {
       for (let index = 0; ; index += 1) {
         const due = started + (index + 1) * faultEveryMs;
         if (due > started + durationMs - 30_000) return;
-        await sleep(due - Date.now());
+        await pace(due - Date.now());
         const fault = faults[index % faults.length]!;
         const at = seconds(Date.now() - started);
         try {

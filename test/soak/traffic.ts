@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { model } from '../chaos/load';
+import { pace } from '@gw/testing';
 
 /** How one soak request ended, as its client saw it. */
 export type Ending =
@@ -152,7 +152,7 @@ export async function paced(
       const started = Date.now();
       await step();
       const rest = interval - (Date.now() - started);
-      if (rest > 0 && running()) await sleep(rest);
+      if (rest > 0 && running()) await pace(rest);
     }
   };
   await Promise.all(Array.from({ length: workers }, loop));

@@ -19,6 +19,7 @@ import {
 } from '@gw/local-stack';
 import type { Infra, Ports } from '@gw/local-stack';
 import { createTestCertificateAuthority } from '@gw/testing';
+import { KeyEnvironment, PrivacyMode, ResidencyTier } from '@gw/vocabulary';
 import type { Cleanup } from './cleanup';
 
 /** The gateway's six services as real processes on their own ports, database and topic. */
@@ -224,9 +225,9 @@ async function seedLiveKey(adminUrl: string, token: string): Promise<{ accountId
   const key = (await adminPost(adminUrl, token, '/admin/v1/keys', {
     account_id: account.id,
     name: 'bench live key',
-    environment: 'live',
-    residency: 'eu',
-    privacy_mode: 'off',
+    environment: KeyEnvironment.live,
+    residency: ResidencyTier.eu,
+    privacy_mode: PrivacyMode.off,
   })) as { key: string };
   return { accountId: account.id, liveKey: key.key };
 }

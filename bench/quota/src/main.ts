@@ -10,6 +10,7 @@ import { createPool, migrateUp } from '@gw/db';
 import { createMultiplexedClient, createServiceClient } from '@gw/grpc';
 import type { MethodsOf, ServiceClient } from '@gw/grpc';
 import { commonv1, quotav1 } from '@gw/proto';
+import { KeyEnvironment, ResidencyTier } from '@gw/vocabulary';
 // The quota service's own modules, measured as they run in the service.
 import { UsageLedger } from '@gw/quota/dist/ledger';
 import { Limits } from '@gw/quota/dist/limits';
@@ -55,14 +56,14 @@ const schema = z.object({
 /** Admits everything the benchmark sends: every refusal is a finding. */
 const plan: PlanConfig = {
   id: 'bench',
-  residency: ['eu'],
+  residency: [ResidencyTier.eu],
   models: 'all',
   limits: { requestsPerMinute: 100_000_000, concurrency: 10_000, monthlyTokens: 1_000_000_000_000 },
   overage: { enabled: false, gbpPerMtok: 0 },
 };
 /** The smallest gateway configuration carrying the plan (JSON is YAML too). */
 const gatewayConfig = {
-  regions: [{ id: 'bench', jurisdiction: 'eu' }],
+  regions: [{ id: 'bench', jurisdiction: ResidencyTier.eu }],
   pools: [{ id: 'bench', region: 'bench', adapter: 'anthropic', endpoints: [{ url: 'http://127.0.0.1:9' }] }],
   models: [
     {
@@ -96,10 +97,15 @@ class Cleanup {
 function limitsTarget(limits: Limits): DecisionTarget {
   return {
     async acquire(accountId) {
-      const lease = await limits.acquire({ accountId, environment: 'live', plan: plan.id, overrides: undefined });
+      const lease = await limits.acquire({
+        accountId,
+        environment: KeyEnvironment.live,
+        plan: plan.id,
+        overrides: undefined,
+      });
       return lease.ok ? { leaseId: lease.value.leaseId } : { refused: lease.error.type };
     },
-    release: (accountId, leaseId) => limits.release(accountId, 'live', leaseId, billableTokens),
+    release: (accountId, leaseId) => limits.release(accountId, KeyEnvironment.live, leaseId, billableTokens),
   };
 }
 
@@ -107,13 +113,13 @@ function limitsTarget(limits: Limits): DecisionTarget {
 function reservedLimitsTarget(limits: Limits): DecisionTarget {
   return {
     async acquire(accountId) {
-      const caller = { accountId, environment: 'live' as const, plan: plan.id, overrides: undefined };
+      const caller = { accountId, environment: KeyEnvironment.live, plan: plan.id, overrides: undefined };
       const reserved = await limits.reserve(caller);
       if (!reserved.ok) return { refused: reserved.error.type };
       const lease = await limits.acquire(caller, reserved.value.leaseId);
       return lease.ok ? { leaseId: lease.value.leaseId } : { refused: lease.error.type };
     },
-    release: (accountId, leaseId) => limits.release(accountId, 'live', leaseId, billableTokens),
+    release: (accountId, leaseId) => limits.release(accountId, KeyEnvironment.live, leaseId, billableTokens),
   };
 }
 

@@ -2,6 +2,7 @@ import { createParser } from 'eventsource-parser';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { echoChunks, estimateInputTokens, startSimUpstream } from '../src';
 import type { RecordedRequest, RunningSimUpstream } from '../src';
+import { waitUntil } from '@gw/testing';
 
 const apiKey = 'sim-test-key-0123456789';
 let sim: RunningSimUpstream;
@@ -50,15 +51,6 @@ async function jsonOf<T>(response: Response): Promise<T> {
 
 async function recorded(): Promise<RecordedRequest[]> {
   return (await (await fetch(`${sim.url}/_sim/requests`)).json()) as RecordedRequest[];
-}
-
-async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 2000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe('non-streamed echo', () => {
@@ -342,7 +334,11 @@ describe('misbehaviour on request', () => {
     const response = await post(messagesBody('a b c d sim:drop-after=1', { stream: true }));
     expect(response.status).toBe(200);
     await expect(response.text()).rejects.toThrow();
-    const log = await eventually(recorded, (requests) => requests.at(-1)?.outcome === 'dropped');
+    const log = await waitUntil(
+      recorded,
+      { what: 'a request recorded as dropped', timeoutMs: 2000 },
+      (requests) => requests.at(-1)?.outcome === 'dropped',
+    );
     expect(log.at(-1)!.outcome).toBe('dropped');
   });
 
@@ -389,7 +385,11 @@ describe('request log', () => {
     const reader = response.body!.getReader();
     await reader.read();
     controller.abort();
-    const log = await eventually(recorded, (requests) => requests.at(-1)?.outcome === 'client_closed');
+    const log = await waitUntil(
+      recorded,
+      { what: 'a request recorded as client_closed', timeoutMs: 2000 },
+      (requests) => requests.at(-1)?.outcome === 'client_closed',
+    );
     expect(log.at(-1)!.outcome).toBe('client_closed');
   });
 });
@@ -495,7 +495,11 @@ describe('count_tokens', () => {
 
   it('sim:drop-after resets the connection before any response', async () => {
     await expect(post(countBody('sim:drop-after=0'), { path: countPath })).rejects.toThrow();
-    const log = await eventually(recorded, (requests) => requests.at(-1)?.outcome === 'dropped');
+    const log = await waitUntil(
+      recorded,
+      { what: 'a request recorded as dropped', timeoutMs: 2000 },
+      (requests) => requests.at(-1)?.outcome === 'dropped',
+    );
     expect(log.at(-1)).toMatchObject({ path: countPath, outcome: 'dropped' });
   });
 

@@ -1,6 +1,6 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import type { Jurisdiction } from '@gw/config';
+import { residencyFromProto, residencyToProto } from '@gw/vocabulary/proto';
 import { commonv1, create, policyv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { Catalogue } from './catalogue';
@@ -10,13 +10,9 @@ import type { CataloguePool } from './snapshot';
 // The protobuf forms of the catalogue's inputs and answers, kept beside each other so that what policy
 // sends and what a follower reads back cannot drift apart.
 
-const { Residency } = commonv1;
-const jurisdictions: Partial<Record<commonv1.Residency, Jurisdiction>> = { [Residency.UK]: 'uk', [Residency.EU]: 'eu' };
-const residencyOf: Record<Jurisdiction, commonv1.Residency> = { uk: Residency.UK, eu: Residency.EU };
-
 /** The key's permissions, or a refusal when it has no known residency tier (fail closed). */
 export function keyPermissionsOf(key: commonv1.KeyContext | undefined): Result<KeyPermissions> {
-  const residency = key && jurisdictions[key.residency];
+  const residency = key && residencyFromProto(key.residency);
   if (!key || !residency) {
     return err(
       gatewayError('residency_unavailable', 'This API key has no valid residency tier; the request was not routed.', {
@@ -44,7 +40,7 @@ export function authorizeKey(
     decision.value.map((pool) =>
       create(policyv1.CandidatePoolSchema, {
         poolId: pool.poolId,
-        jurisdiction: residencyOf[pool.jurisdiction],
+        jurisdiction: residencyToProto(pool.jurisdiction),
         region: pool.region,
         upstreamModel: pool.upstreamModel,
       }),
@@ -66,7 +62,11 @@ export function snapshotMessage(catalogue: Catalogue): MessageInitShape<typeof p
     plans: plans.map((plan) =>
       plan.models === 'all' ? { id: plan.id, allModels: true } : { id: plan.id, models: [...plan.models] },
     ),
-    pools: pools.map((pool) => ({ id: pool.id, region: pool.region, jurisdiction: residencyOf[pool.jurisdiction] })),
+    pools: pools.map((pool) => ({
+      id: pool.id,
+      region: pool.region,
+      jurisdiction: residencyToProto(pool.jurisdiction),
+    })),
   };
 }
 
@@ -81,7 +81,7 @@ export function catalogueFromMessage(message: policyv1.CatalogueSnapshot | undef
   if (!message) return unusable('is missing');
   const pools: CataloguePool[] = [];
   for (const pool of message.pools) {
-    const jurisdiction = jurisdictions[pool.jurisdiction];
+    const jurisdiction = residencyFromProto(pool.jurisdiction);
     if (!jurisdiction) return unusable(`names the pool "${pool.id}" without a known jurisdiction`);
     pools.push({ id: pool.id, region: pool.region, jurisdiction });
   }

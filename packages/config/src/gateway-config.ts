@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { residencyTiers } from '@gw/vocabulary';
 import { bedrockModelIssue, poolResidencyIssues } from './residency';
 import type { ResidencyPool } from './residency';
 import { ConfigError } from './env';
 
-const jurisdiction = z.enum(['uk', 'eu']);
+const jurisdiction = z.enum(residencyTiers);
 const id = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected an id of lower-case letters, digits, ".", "_" or "-"');
 const positiveInt = z
   .number({ error: 'expected a positive integer' })

@@ -1,7 +1,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 
 /**
- * The one place that maps an error type (spec §7 and docs/decisions.md) to its HTTP status, gRPC status
+ * The one place that maps an error type (docs/public-api.md#errors and docs/decisions.md) to its HTTP status, gRPC status
  * and SDK retry hint. Everything else asks this table.
  */
 export const errorCatalogue = {
@@ -30,6 +30,9 @@ export interface CatalogueEntry {
 }
 
 export type ErrorType = keyof typeof errorCatalogue;
+
+/** How long a caller is told to wait when the gateway or one of its dependencies is overloaded. */
+export const overloadRetryAfterMs: number = errorCatalogue.overloaded_error.retryAfterMs;
 
 export const errorTypes = Object.keys(errorCatalogue) as ErrorType[];
 

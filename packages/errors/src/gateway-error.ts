@@ -39,7 +39,7 @@ export function err<E = GatewayError>(error: E): Result<never, E> {
   return { ok: false, error };
 }
 
-/** The spec's error envelope (§7) with the request id the SDKs expose. */
+/** The public API's error envelope (docs/public-api.md#errors) with the request id the SDKs expose. */
 export interface ErrorEnvelope {
   type: 'error';
   error: { type: ErrorType; message: string };

@@ -1,7 +1,13 @@
 import { Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ServiceError, StatusObject } from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, commonv1 } from '@gw/proto';
-import { errorCatalogue, errorTypeForBareGrpcStatus, gatewayError, isErrorType } from '@gw/errors';
+import {
+  errorCatalogue,
+  errorTypeForBareGrpcStatus,
+  gatewayError,
+  isErrorType,
+  overloadRetryAfterMs,
+} from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
 
 /** Trailer that carries a GatewayError across a gRPC hop unchanged (its message bounded). */
@@ -74,6 +80,6 @@ export function fromGrpcError(error: Partial<ServiceError>, callee: string): Gat
     type === 'overloaded_error'
       ? `The gateway's ${callee} service is temporarily unavailable. Retry with exponential backoff.`
       : `The gateway's ${callee} service failed. Retry once, then contact support quoting the x-request-id header.`,
-    type === 'overloaded_error' ? { retryAfterMs: 1000 } : {},
+    type === 'overloaded_error' ? { retryAfterMs: overloadRetryAfterMs } : {},
   );
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { readKafkaSecurity } from '@gw/config';
 import type { KafkaSecurity } from '@gw/config';
 import { create, eventsv1, fromBinary } from '@gw/proto';
-import { testInfraEnv } from '@gw/testing';
+import { testInfraEnv, waitUntil } from '@gw/testing';
 import { createKafka, DurableUsagePublisher, ensureTopics, UsageEventProducer } from '../src';
 import type { Kafka, KafkaLog } from '../src';
 
@@ -15,20 +15,6 @@ import type { Kafka, KafkaLog } from '../src';
 function kafkaConnection(): { brokers: string[]; security: KafkaSecurity } {
   const infra = testInfraEnv();
   return { brokers: infra.KAFKA_BROKERS!.split(','), security: readKafkaSecurity(infra) };
-}
-
-/** Polls until check passes, or fails after timeoutMs. */
-async function eventually(check: () => void | Promise<void>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 }
 
 const quiet: KafkaLog = () => undefined;
@@ -46,7 +32,7 @@ async function readBack(kafka: Kafka, topic: string, count: number): Promise<{ k
         received.push({ key: message.key!.toString(), eventId: event.eventId });
       },
     });
-    await eventually(() => expect(received.length).toBeGreaterThanOrEqual(count), 30_000);
+    await waitUntil(() => received.length >= count, { what: `${count} events received`, timeoutMs: 30_000 });
   } finally {
     await consumer.disconnect();
   }
@@ -131,7 +117,10 @@ describe('DurableUsagePublisher against a real Kafka broker', () => {
     });
     await first.connect();
     await Promise.all(sent.map((event) => first.send(event)));
-    await eventually(() => expect(lines.some((line) => /Kafka unavailable/.test(line))).toBe(true), 10_000);
+    await waitUntil(() => lines.some((line) => /Kafka unavailable/.test(line)), {
+      what: 'a log line saying Kafka is unavailable',
+      timeoutMs: 10_000,
+    });
     expect(first.depth().events).toBe(300);
     await first.disconnect();
     expect((await readdir(dir)).filter((name) => name.endsWith('.spool')).length).toBeGreaterThan(1);
@@ -139,7 +128,11 @@ describe('DurableUsagePublisher against a real Kafka broker', () => {
     const second = new DurableUsagePublisher(new UsageEventProducer(kafka, { topic }), { dir, log: quiet });
     await second.connect();
     expect(second.depth().events).toBe(300);
-    await eventually(() => expect(second.depth()).toEqual({ events: 0, bytes: 0 }), 30_000);
+    await waitUntil(
+      () => second.depth(),
+      { what: 'an empty spool', timeoutMs: 30_000 },
+      (depth) => depth.events === 0 && depth.bytes === 0,
+    );
     await second.disconnect();
     expect(await readdir(dir)).toEqual([]);
 
@@ -166,7 +159,7 @@ describe('DurableUsagePublisher against a real Kafka broker', () => {
     );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await eventually(() => expect(output).toContain('durable'), 20_000);
+    await waitUntil(() => output.includes('durable'), { what: 'the output to say durable', timeoutMs: 20_000 });
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
@@ -178,7 +171,7 @@ describe('DurableUsagePublisher against a real Kafka broker', () => {
     });
     await publisher.connect();
     expect(publisher.depth().events).toBe(200);
-    await eventually(() => expect(publisher.depth().events).toBe(0), 30_000);
+    await waitUntil(() => publisher.depth().events === 0, { what: 'an empty spool', timeoutMs: 30_000 });
     await publisher.disconnect();
 
     expect(await messageCount(kafka, crashTopic)).toBe(200);

@@ -3,6 +3,7 @@ import { appendFile, mkdtemp, readdir, readlink, rename, rm, utimes, writeFile }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { create, eventsv1, toBinary } from '@gw/proto';
+import { pace, waitUntil } from '@gw/testing';
 import { DurableUsagePublisher, SpoolFullError, SpoolLockedError } from '../src';
 import type { DurableUsagePublisherOptions, KafkaLogLevel, UsageEvent, UsageEventPublisher } from '../src';
 import { encodeDeliveredPosition, encodeRecord, segmentFileName } from '../src/spool-format';
@@ -55,18 +56,15 @@ const recordBytes = (event: UsageEvent) => encodeRecord(toBinary(eventsv1.UsageE
 
 const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, index) => `${prefix}_${index + 1}`);
 
-/** Polls until check passes, or fails after timeoutMs. */
+/** Waits (through waitUntil) until an assertion passes; a timeout fails with the assertion's last message. */
 async function eventually(check: () => void | Promise<void>, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
+  await waitUntil(
+    async () => {
       await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
+      return true;
+    },
+    { what: 'the assertion to pass', timeoutMs, intervalMs: 10 },
+  );
 }
 
 /** The boot id and pid namespace of this process, as a lock file names them. */
@@ -349,7 +347,7 @@ describe('DurableUsagePublisher', () => {
     // Kafka takes each event, 40 ms apart: the drain progresses but would need 4 s in all.
     const slow: UsageEventPublisher = {
       connect: async () => undefined,
-      send: () => new Promise((resolve) => setTimeout(resolve, 40)),
+      send: async () => void (await pace(40)),
       disconnect: async () => undefined,
     };
     const spool = await publisher(slow, { drainOnStopMs: 300, stopTimeoutMs: 200, drainBatchEvents: 1 });

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type * as Pii from '..';
+import { PrivacyMode } from '@gw/vocabulary';
 import { prng } from './prng';
 
 /**
@@ -131,9 +132,9 @@ function main(): void {
       process.exit(1);
     }
     results.push(run('detect', label, text, reps, () => void pii.detect(text)));
-    results.push(run('redact', label, text, reps, () => void pii.redact([text])));
+    results.push(run(PrivacyMode.redact, label, text, reps, () => void pii.redact([text])));
     results.push(
-      run('tokenise', label, text, reps, () => void pii.tokenise([text], nonce)),
+      run(PrivacyMode.tokenise, label, text, reps, () => void pii.tokenise([text], nonce)),
       run(`restore (stream, ${CHUNK}-char deltas)`, label, text, reps, () => {
         void streamRestore(tokenised.texts[0]!, tokenised.map, nonce);
       }),

@@ -23,6 +23,6 @@ export function decodeNotice(message: string): RevocationNotice | undefined {
   return undefined;
 }
 
-export async function publishNotice(redis: Redis, notice: RevocationNotice): Promise<void> {
+export async function publishNotice(redis: Pick<Redis, 'publish'>, notice: RevocationNotice): Promise<void> {
   await redis.publish(revocationChannel, encodeNotice(notice));
 }

@@ -1,3 +1,5 @@
+import { weightedInputTokens } from '@gw/vocabulary';
+
 /**
  * The one bound on a request's token counts, applied by every service that records usage (ingress when it reads
  * the upstream's counts, quota when it charges the allowance, metering when it stores the row), so that the
@@ -53,17 +55,12 @@ export function boundedUsage(counts: UsageCounts): { counts: UsageCounts; capped
 }
 
 /**
- * The weighted tokens a request costs the allowance (input + output + ceil(10 % of cache reads) + ceil(125 % of
- * cache writes), each count bounded first), itself bounded: what quota charges and metering stores.
+ * The weighted tokens a request costs the allowance (the weighted input of @gw/vocabulary + output, each count
+ * bounded first), itself bounded: what quota charges and metering stores.
  */
 export function billableTokens(counts: UsageCounts): number {
   const bounded = boundedUsage(counts).counts;
-  return boundedCount(
-    bounded.inputTokens +
-      bounded.outputTokens +
-      Math.ceil(bounded.cacheReadInputTokens / 10) +
-      Math.ceil((bounded.cacheCreationInputTokens * 5) / 4),
-  );
+  return boundedCount(weightedInputTokens(bounded) + bounded.outputTokens);
 }
 
 export { estimateInputTokens } from './estimate';

@@ -1,8 +1,9 @@
 import { registration } from '@gw/grpc';
-import { adminaccessv1, commonv1 } from '@gw/proto';
+import { adminaccessv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { environmentFromProto } from '@gw/vocabulary/proto';
 import type { AdminAccessStore, KeyChanges, Page } from './admin-access-store';
 import type { StoredEntry } from './audit-chain';
 import type { AuditLog } from './audit-log';
@@ -24,10 +25,6 @@ function pageOf(request: { limit: number; after: string } | undefined): Result<P
 const keyStatuses = new Set(['', 'active', 'revoked', 'expired']);
 const accountStatuses = new Set(['', 'active', 'suspended']);
 const maxQueryChars = 100;
-const keyEnvironments = new Map<commonv1.Environment, 'live' | 'test'>([
-  [commonv1.Environment.LIVE, 'live'],
-  [commonv1.Environment.TEST, 'test'],
-]);
 
 function entryMessage(entry: StoredEntry): MessageInitShape<typeof adminaccessv1.AuditEntrySchema> {
   return { seq: BigInt(entry.seq), entryJson: entry.entryJson, prevHash: entry.prevHash, hash: entry.hash };
@@ -81,7 +78,7 @@ export function adminAccessService({ keys, store, audit }: AdminAccessDeps) {
         if (request.query.length > maxQueryChars) return invalid(`q: expected at most ${maxQueryChars} characters.`);
         const account = await keys.getAccount(request.accountId);
         if (!account.ok) return account;
-        const environment = keyEnvironments.get(request.environment);
+        const environment = environmentFromProto(request.environment);
         const status = request.status as '' | 'active' | 'revoked' | 'expired';
         const found = await store.searchKeys(
           request.accountId,

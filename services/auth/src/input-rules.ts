@@ -1,14 +1,12 @@
 import { findInvalidEntry, maxAllowListEntries } from '@gw/addresses';
 import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { maxAllowedModels, maxModelIdChars, maxNameChars } from '@gw/vocabulary';
 
 /**
  * What a caller may store, checked here and not only by the admin API: auth is reachable by any
  * service, and a name is shown in every listing. Lengths count characters (code points), after trimming.
  */
-export const maxNameChars = 200;
-export const maxModelIdChars = 256;
-export const maxAllowedModels = 1000;
 /** Keys neither revoked nor expired, per account: bounds what one admin key can create. */
 export const maxLiveKeysPerAccount = 500;
 export const maxLiveAdminKeysPerAccount = 20;

@@ -1,9 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { randomBase62 } from '@gw/ids';
+import { keyEnvironments } from '@gw/vocabulary';
+import type { KeyEnvironment } from '@gw/vocabulary';
 
-export type KeyEnvironment = 'live' | 'test';
+export type { KeyEnvironment };
 /** API keys are live or test; admin keys manage an account through the admin API. */
 export type KeyKind = KeyEnvironment | 'admin';
+const keyKinds: readonly KeyKind[] = [...keyEnvironments, 'admin'];
 export const secretLength = 32;
 const displaySecretChars = 4;
 
@@ -17,7 +20,7 @@ export class KeyFormat {
   private readonly pattern: RegExp;
 
   constructor(private readonly issuer: string) {
-    this.pattern = new RegExp(`^${issuer}_(live|test|admin)_[A-Za-z0-9]{${secretLength}}$`);
+    this.pattern = new RegExp(`^${issuer}_(${keyKinds.join('|')})_[A-Za-z0-9]{${secretLength}}$`);
   }
 
   issue(kind: KeyKind): { key: string; displayPrefix: string } {

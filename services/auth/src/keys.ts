@@ -1,6 +1,6 @@
 import { AllowList } from '@gw/addresses';
 import type { InvalidEntry } from '@gw/addresses';
-import { authenticationErrorMessage, err, gatewayError, ok, quoted } from '@gw/errors';
+import { authenticationErrorMessage, err, gatewayError, ok, overloadRetryAfterMs, quoted } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import type { GatewayConfig } from '@gw/config';
 import { newAccountId, newKeyId, randomBase62 } from '@gw/ids';
@@ -14,7 +14,7 @@ import {
   maxLiveKeysPerAccount,
 } from './input-rules';
 import { hashesEqual, hashKey } from './key-format';
-import type { KeyEnvironment, KeyFormat, Pepper } from './key-format';
+import type { KeyEnvironment, KeyFormat, KeyKind, Pepper } from './key-format';
 import type { VerifiedKeyCache } from './key-cache';
 import type { LastUsedRecorder } from './last-used';
 import type { RevocationNotice } from '@gw/revocations';
@@ -388,7 +388,7 @@ export class KeyService {
     return allowList;
   }
 
-  private issue(kind: 'live' | 'test' | 'admin') {
+  private issue(kind: KeyKind) {
     const pepper = this.deps.peppers[0]!;
     const { key, displayPrefix } = this.deps.format.issue(kind);
     return { key, keyHash: hashKey(key, pepper), pepperId: pepper.id, displayPrefix };
@@ -405,7 +405,7 @@ export class KeyService {
       const failure: GatewayError = gatewayError(
         'overloaded_error',
         'The change is saved, but not every gateway replica could be told at once; it takes effect within seconds. Retry to confirm.',
-        { retryAfterMs: 1000 },
+        { retryAfterMs: overloadRetryAfterMs },
       );
       return err(failure);
     }

@@ -4,24 +4,18 @@ import type { MessageInitShape } from '@gw/proto';
 import { isConnectionFailure } from '@gw/db';
 import { dependencyUnavailableError, err, gatewayError, ok, quoted } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { expectedOneOf, keyEnvironments, privacyModes, residencyTiers } from '@gw/vocabulary';
+import {
+  environmentFromProto,
+  environmentToProto,
+  privacyModeFromProto,
+  privacyModeToProto,
+  residencyFromProto,
+  residencyToProto,
+} from '@gw/vocabulary/proto';
 import type { KeyEvents } from './key-events';
 import type { KeyService, NewKeyRequest } from './keys';
 import type { AccountRecord, AdminKeyRecord, KeyRecord, LimitOverrides } from './store';
-
-const { Environment, Residency, PrivacyMode } = commonv1;
-
-const environments = { live: Environment.LIVE, test: Environment.TEST } as const;
-const residencies = { uk: Residency.UK, eu: Residency.EU } as const;
-const privacyModes = {
-  off: PrivacyMode.OFF,
-  flag: PrivacyMode.FLAG,
-  redact: PrivacyMode.REDACT,
-  tokenise: PrivacyMode.TOKENISE,
-} as const;
-
-function reverse<K extends string, V extends number>(table: Record<K, V>, value: V): K | undefined {
-  return (Object.keys(table) as K[]).find((key) => table[key] === value);
-}
 
 const unixMs = (date: Date | null) => (date === null ? undefined : BigInt(date.getTime()));
 const bigintOrUndefined = (value: number | null) => (value === null ? undefined : BigInt(value));
@@ -85,10 +79,10 @@ export function keyMessage(key: KeyRecord): MessageInitShape<typeof authv1.ApiKe
     id: key.id,
     accountId: key.accountId,
     name: key.name,
-    environment: environments[key.environment],
+    environment: environmentToProto(key.environment),
     displayPrefix: key.displayPrefix,
-    residency: residencies[key.residency],
-    privacyMode: privacyModes[key.privacyMode],
+    residency: residencyToProto(key.residency),
+    privacyMode: privacyModeToProto(key.privacyMode),
     allowedModels: key.allowedModels === null ? undefined : { values: key.allowedModels },
     allowedIps: key.allowedIps === null ? undefined : { values: key.allowedIps },
     expiresAtUnixMs: unixMs(key.expiresAt),
@@ -100,14 +94,14 @@ export function keyMessage(key: KeyRecord): MessageInitShape<typeof authv1.ApiKe
 }
 
 function newKeyRequest(request: authv1.CreateKeyRequest): Result<NewKeyRequest> {
-  const environment = reverse(environments, request.environment as 1 | 2);
-  const residency = reverse(residencies, request.residency as 1 | 2);
-  const privacyMode = reverse(privacyModes, request.privacyMode as 1 | 2 | 3 | 4);
-  if (!environment) return err(gatewayError('invalid_request_error', 'environment: expected live or test.'));
-  if (!residency) return err(gatewayError('invalid_request_error', 'residency: expected uk or eu.'));
-  if (!privacyMode) {
-    return err(gatewayError('invalid_request_error', 'privacy_mode: expected off, flag, redact or tokenise.'));
-  }
+  const environment = environmentFromProto(request.environment);
+  const residency = residencyFromProto(request.residency);
+  const privacyMode = privacyModeFromProto(request.privacyMode);
+  const invalid = (field: string, words: readonly string[]) =>
+    err(gatewayError('invalid_request_error', `${field}: expected ${expectedOneOf(words, { quoted: false })}.`));
+  if (!environment) return invalid('environment', keyEnvironments);
+  if (!residency) return invalid('residency', residencyTiers);
+  if (!privacyMode) return invalid('privacy_mode', privacyModes);
   return ok({
     accountId: request.accountId,
     name: request.name,
@@ -137,9 +131,9 @@ export function authService(keys: KeyService, keyEvents?: KeyEvents) {
           key: {
             keyId: key.id,
             accountId: key.accountId,
-            environment: environments[key.environment],
-            residency: residencies[key.residency],
-            privacyMode: privacyModes[key.privacyMode],
+            environment: environmentToProto(key.environment),
+            residency: residencyToProto(key.residency),
+            privacyMode: privacyModeToProto(key.privacyMode),
             allowedModels: key.allowedModels === null ? undefined : { values: key.allowedModels },
             plan: account.plan,
             expiresAtUnixMs: unixMs(key.expiresAt),

@@ -1,6 +1,7 @@
 import { inTransaction } from '@gw/db';
 import type { Pool, PoolClient } from '@gw/db';
 import type { KeyEnvironment } from './key-format';
+import type { PrivacyMode, ResidencyTier } from '@gw/vocabulary';
 
 /** An account's overrides of its plan's limits; null takes the plan's value. */
 export interface LimitOverrides {
@@ -41,8 +42,8 @@ export interface KeyRecord {
   keyHash: Buffer;
   pepperId: string;
   displayPrefix: string;
-  residency: 'uk' | 'eu';
-  privacyMode: 'off' | 'flag' | 'redact' | 'tokenise';
+  residency: ResidencyTier;
+  privacyMode: PrivacyMode;
   allowedModels: string[] | null;
   allowedIps: string[] | null;
   expiresAt: Date | null;
@@ -66,8 +67,8 @@ interface KeyRow {
   key_hash: Buffer;
   pepper_id: string;
   display_prefix: string;
-  residency: 'uk' | 'eu';
-  privacy_mode: KeyRecord['privacyMode'];
+  residency: ResidencyTier;
+  privacy_mode: PrivacyMode;
   allowed_models: string[] | null;
   allowed_ips: string[] | null;
   expires_at: Date | null;

@@ -1,12 +1,5 @@
-import {
-  checkAllowedIps,
-  checkAllowedModels,
-  checkExpiry,
-  checkName,
-  maxAllowedModels,
-  maxModelIdChars,
-  maxNameChars,
-} from '../src/input-rules';
+import { maxAllowedModels, maxModelIdChars, maxNameChars } from '@gw/vocabulary';
+import { checkAllowedIps, checkAllowedModels, checkExpiry, checkName } from '../src/input-rules';
 
 const refusal = (message: unknown) => ({ ok: false, error: { type: 'invalid_request_error', message } });
 

@@ -1,12 +1,13 @@
 import type { Pool } from '@gw/db';
 import { dependencyUnavailableError, err, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import type { KeyEnvironment } from '@gw/vocabulary';
 
 export interface PeriodUsageQuery {
   accountId: string;
   /** First day of the billing period, YYYY-MM-DD. */
   periodStart: string;
-  environment: 'live' | 'test';
+  environment: KeyEnvironment;
 }
 
 export interface ModelUsageLine {

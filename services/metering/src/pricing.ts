@@ -1,4 +1,5 @@
 import type { GatewayConfig } from '@gw/config';
+import { KeyEnvironment, weightedInputTokensExact } from '@gw/vocabulary';
 
 /**
  * Prices one request in GBP, exactly. No floating point touches money: prices are read as decimals
@@ -49,21 +50,6 @@ export function formatGbp(amount: bigint): string {
   return `${sign}${magnitude / gbpUnit}.${(magnitude % gbpUnit).toString().padStart(gbpScale, '0')}`;
 }
 
-function ceilDiv(numerator: bigint, denominator: bigint): bigint {
-  return (numerator + denominator - 1n) / denominator;
-}
-
-/** Input tokens weighted as docs/decisions.md says: cache reads at 10 %, cache writes at 125 %, each rounded up. */
-export function weightedInputTokens(counts: {
-  inputTokens: bigint;
-  cacheReadInputTokens: bigint;
-  cacheCreationInputTokens: bigint;
-}): bigint {
-  return (
-    counts.inputTokens + ceilDiv(counts.cacheReadInputTokens, 10n) + ceilDiv(counts.cacheCreationInputTokens * 5n, 4n)
-  );
-}
-
 /** The tokens of a request beyond the allowance, given the period's billable tokens before it. */
 export function overageTokens(before: bigint, billable: bigint, allowance: bigint): bigint {
   const beyond = (total: bigint) => (total > allowance ? total - allowance : 0n);
@@ -107,7 +93,7 @@ export function priceList(config: GatewayConfig): PriceList {
 
 /** What pricing reads of a usage event. */
 export interface PricedEvent {
-  environment: 'live' | 'test';
+  environment: KeyEnvironment;
   model: string;
   plan: string | null;
   inputTokens: bigint;
@@ -136,14 +122,14 @@ export interface Price {
  * what prices the overage.
  */
 export function priceEvent(prices: PriceList, event: PricedEvent, billableBefore: bigint): Price {
-  if (event.environment === 'test') return { costGbp: 0n, overageTokens: 0n };
+  if (event.environment === KeyEnvironment.test) return { costGbp: 0n, overageTokens: 0n };
   const overage = event.overageEnabled
     ? overageTokens(billableBefore, event.billableTokens, event.allowanceTokens)
     : 0n;
   const model = prices.models.get(event.model);
   if (!model) return { costGbp: 0n, overageTokens: overage, unpriced: 'unknown_model' };
   const terms: [bigint, Decimal][] = [
-    [weightedInputTokens(event), model.input],
+    [weightedInputTokensExact(event), model.input],
     [event.outputTokens, model.output],
   ];
   if (event.overageEnabled) {

@@ -1,14 +1,15 @@
 import type { Pool } from '@gw/db';
 import { dependencyUnavailableError, err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import { commonv1 } from '@gw/proto';
 import type { meteringv1 } from '@gw/proto';
+import type { KeyEnvironment } from '@gw/vocabulary';
+import { environmentFromProto } from '@gw/vocabulary/proto';
 
 /** One ingress flush of refusal counts, checked. */
 export interface RefusalCountRow {
   accountId: string;
   keyId: string;
-  environment: 'live' | 'test';
+  environment: KeyEnvironment;
   day: string;
   reason: string;
   refusals: bigint;
@@ -34,10 +35,8 @@ export function refusalRows(request: meteringv1.RecordRefusalsRequest): Result<R
     if (!reasonPattern.test(line.reason)) return bad('reason');
     if (!dayPattern.test(line.day) || Number.isNaN(Date.parse(line.day))) return bad('day');
     if (line.refusals <= 0n || line.refusals > 10n ** 12n) return bad('refusals');
-    let environment: RefusalCountRow['environment'];
-    if (line.environment === commonv1.Environment.LIVE) environment = 'live';
-    else if (line.environment === commonv1.Environment.TEST) environment = 'test';
-    else return bad('environment');
+    const environment = environmentFromProto(line.environment);
+    if (!environment) return bad('environment');
     rows.push({
       accountId: line.accountId,
       keyId: line.keyId,

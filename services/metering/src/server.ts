@@ -1,7 +1,9 @@
 import { registration } from '@gw/grpc';
-import { commonv1, meteringv1 } from '@gw/proto';
+import { meteringv1 } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { billingPeriodStartingOn, expectedOneOf, keyEnvironments } from '@gw/vocabulary';
+import { environmentFromProto } from '@gw/vocabulary/proto';
 import type { KeyUsageLine, KeyUsageReader, TokenTotals } from './key-usage';
 import type { PeriodUsageQuery, PeriodUsageReader } from './period-usage';
 import { addRefusals, refusalRows } from './refusal-store';
@@ -12,17 +14,16 @@ export function periodUsageQuery(
   request: Pick<meteringv1.GetUsageRequest, 'accountId' | 'periodStart' | 'environment'>,
 ): Result<PeriodUsageQuery> {
   if (request.accountId.length === 0) return err(gatewayError('invalid_request_error', 'account_id: required.'));
-  const start = /^(\d{4})-(\d{2})-01$/.exec(request.periodStart);
-  const [year, month] = start ? [Number(start[1]), Number(start[2])] : [0, 0];
-  if (year < 1 || month < 1 || month > 12) {
+  if (!billingPeriodStartingOn(request.periodStart)) {
     return err(
       gatewayError('invalid_request_error', 'period_start: expected the first day of a month, as YYYY-MM-DD.'),
     );
   }
-  let environment: PeriodUsageQuery['environment'];
-  if (request.environment === commonv1.Environment.LIVE) environment = 'live';
-  else if (request.environment === commonv1.Environment.TEST) environment = 'test';
-  else return err(gatewayError('invalid_request_error', 'environment: expected live or test.'));
+  const environment = environmentFromProto(request.environment);
+  if (!environment) {
+    const expected = expectedOneOf(keyEnvironments, { quoted: false });
+    return err(gatewayError('invalid_request_error', `environment: expected ${expected}.`));
+  }
   return ok({ accountId: request.accountId, periodStart: request.periodStart, environment });
 }
 

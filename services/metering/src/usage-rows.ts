@@ -1,5 +1,8 @@
 import { maxTokenCount } from '@gw/usage';
-import { commonv1, eventsv1, fromBinary } from '@gw/proto';
+import { eventsv1, fromBinary } from '@gw/proto';
+import { billingPeriodOf } from '@gw/vocabulary';
+import type { KeyEnvironment } from '@gw/vocabulary';
+import { environmentFromProto } from '@gw/vocabulary/proto';
 import { err, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 
@@ -8,7 +11,7 @@ export interface UsageRow {
   eventId: string;
   accountId: string;
   keyId: string;
-  environment: 'live' | 'test';
+  environment: KeyEnvironment;
   model: string;
   poolId: string;
   region: string;
@@ -45,7 +48,7 @@ export interface AggregateDelta {
   accountId: string;
   keyId: string;
   model: string;
-  environment: 'live' | 'test';
+  environment: KeyEnvironment;
   periodStart: string;
   requests: bigint;
   inputTokens: bigint;
@@ -93,12 +96,6 @@ const bounded = (count: bigint): bigint => (count > maxTokens ? maxTokens : coun
 const earliestMs = Date.UTC(2000, 0, 1);
 const latestMs = Date.UTC(9999, 11, 31);
 
-/** The billing period (calendar month in UTC) an instant falls in, as its first day. */
-export function periodStartOf(instant: Date): string {
-  const month = String(instant.getUTCMonth() + 1).padStart(2, '0');
-  return `${instant.getUTCFullYear()}-${month}-01`;
-}
-
 function instant(unixMs: bigint, field: string): Result<Date, string> {
   const ms = Number(unixMs);
   return ms >= earliestMs && ms <= latestMs ? ok(new Date(ms)) : err(`${field} is out of range`);
@@ -125,10 +122,8 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
   ];
   if (texts.some((text) => text.includes('\u0000'))) return err('a text field contains a NUL character');
 
-  let environment: UsageRow['environment'];
-  if (event.environment === commonv1.Environment.LIVE) environment = 'live';
-  else if (event.environment === commonv1.Environment.TEST) environment = 'test';
-  else return err('environment is not live or test');
+  const environment = environmentFromProto(event.environment);
+  if (!environment) return err('environment is not live or test');
 
   const counts = [
     event.inputTokens,
@@ -162,7 +157,7 @@ export function toUsageRow(event: eventsv1.UsageEvent): Result<UsageRow, string>
     streamed: event.streamed,
     startedAt: startedAt.value,
     endedAt: endedAt.value,
-    periodStart: periodStartOf(endedAt.value),
+    periodStart: billingPeriodOf(endedAt.value).startDay,
     plan: event.plan.length > 0 ? event.plan : null,
     allowanceTokens: event.allowanceTokens,
     overageEnabled: event.overageEnabled,

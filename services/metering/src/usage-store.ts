@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { inTransaction } from '@gw/db';
 import type { Pool, PoolClient } from '@gw/db';
+import { KeyEnvironment } from '@gw/vocabulary';
 import { formatGbp, priceEvent } from './pricing';
 import type { PriceList, UnpricedReason } from './pricing';
 import { aggregateRows, firstOfEachEvent } from './usage-rows';
@@ -79,7 +80,7 @@ const billableBeforeSql = `
 SELECT account_id, period_start::text AS period_start, SUM(billable_tokens)::text AS billable_tokens
   FROM usage_aggregates
  WHERE (account_id, period_start) IN (SELECT * FROM unnest($1::text[], $2::date[]))
-   AND environment = 'live'
+   AND environment = $3
  GROUP BY account_id, period_start`;
 
 const storedIdsSql = `SELECT event_id FROM usage_events WHERE event_id = ANY($1::text[])`;
@@ -148,7 +149,7 @@ function lockKey(key: string): bigint {
  */
 async function billableBefore(client: PoolClient, rows: readonly UsageRow[]): Promise<Map<string, bigint>> {
   const live = new Map<string, UsageRow>();
-  for (const row of rows) if (row.environment === 'live') live.set(periodKey(row), row);
+  for (const row of rows) if (row.environment === KeyEnvironment.live) live.set(periodKey(row), row);
   const totals = new Map<string, bigint>([...live.keys()].map((key) => [key, 0n]));
   if (live.size === 0) return totals;
   const locks = [...new Set([...live.keys()].map(lockKey))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -156,7 +157,7 @@ async function billableBefore(client: PoolClient, rows: readonly UsageRow[]): Pr
   const periods = [...live.values()];
   const result = await client.query<{ account_id: string; period_start: string; billable_tokens: string }>(
     billableBeforeSql,
-    [periods.map((row) => row.accountId), periods.map((row) => row.periodStart)],
+    [periods.map((row) => row.accountId), periods.map((row) => row.periodStart), KeyEnvironment.live],
   );
   for (const stored of result.rows) {
     totals.set(JSON.stringify([stored.account_id, stored.period_start]), BigInt(stored.billable_tokens));
@@ -185,7 +186,7 @@ async function priceNewRows(
       const key = periodKey(row);
       const total = before.get(key) ?? 0n;
       const price = priceEvent(prices, row, total);
-      if (row.environment === 'live') before.set(key, total + row.billableTokens);
+      if (row.environment === KeyEnvironment.live) before.set(key, total + row.billableTokens);
       return {
         ...row,
         costGbp: price.costGbp,
@@ -200,7 +201,7 @@ async function priceNewRows(
 export function periodMovements(rows: readonly PricedChunkRow[]): PeriodMovement[] {
   const movements = new Map<string, PeriodMovement>();
   for (const row of rows) {
-    if (row.environment !== 'live') continue;
+    if (row.environment !== KeyEnvironment.live) continue;
     const key = periodKey(row);
     const after = row.billableBefore + row.billableTokens;
     const known = movements.get(key);

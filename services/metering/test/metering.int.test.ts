@@ -15,7 +15,7 @@ import { createKafka, ensureTopics, UsageEventProducer } from '@gw/kafka';
 import type { Kafka } from '@gw/kafka';
 import { commonv1, create, eventsv1, meteringv1, toBinary } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
-import { testInfraEnv } from '@gw/testing';
+import { testInfraEnv, waitUntil } from '@gw/testing';
 
 const repoRoot = join(__dirname, '..', '..', '..');
 const run = promisify(execFile);
@@ -44,15 +44,9 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Polls until check returns a value other than undefined, or fails after timeoutMs. */
+/** The first value of check other than undefined (through waitUntil), or a failure after timeoutMs. */
 async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  return (await waitUntil(check, { what, timeoutMs, intervalMs: 250 }, (value) => value !== undefined)) as T;
 }
 
 /** SIGTERM, then SIGKILL if the process is still there after 10 s; resolves to its exit code. */

@@ -1,13 +1,6 @@
 import { parseGatewayConfig } from '@gw/config';
-import {
-  costOf,
-  decimalOf,
-  formatGbp,
-  overageTokens,
-  priceEvent,
-  priceList,
-  weightedInputTokens,
-} from '../src/pricing';
+import { weightedInputTokensExact } from '@gw/vocabulary';
+import { costOf, decimalOf, formatGbp, overageTokens, priceEvent, priceList } from '../src/pricing';
 import type { PricedEvent } from '../src/pricing';
 
 const config = parseGatewayConfig(`
@@ -62,7 +55,7 @@ function event(init: Partial<PricedEvent> = {}): PricedEvent {
 /** An event whose billable tokens follow the weighting of docs/decisions.md from its counts. */
 function weighted(init: Partial<PricedEvent>): PricedEvent {
   const base = event(init);
-  return { ...base, billableTokens: weightedInputTokens(base) + base.outputTokens };
+  return { ...base, billableTokens: weightedInputTokensExact(base) + base.outputTokens };
 }
 
 const gbp = (init: Partial<PricedEvent>, before = 0n) => formatGbp(priceEvent(prices, event(init), before).costGbp);
@@ -93,23 +86,6 @@ describe('formatGbp', () => {
     expect(formatGbp(12_000_000n)).toBe('0.0012000000');
     expect(formatGbp(123_4567_890_123n)).toBe('123.4567890123');
     expect(formatGbp(1n)).toBe('0.0000000001');
-  });
-});
-
-describe('weightedInputTokens', () => {
-  it('weights cache reads at 10 % and cache writes at 125 %, each rounded up', () => {
-    expect(weightedInputTokens({ inputTokens: 100n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 0n })).toBe(
-      100n,
-    );
-    expect(weightedInputTokens({ inputTokens: 0n, cacheReadInputTokens: 10n, cacheCreationInputTokens: 0n })).toBe(1n);
-    expect(weightedInputTokens({ inputTokens: 0n, cacheReadInputTokens: 11n, cacheCreationInputTokens: 0n })).toBe(2n);
-    expect(weightedInputTokens({ inputTokens: 0n, cacheReadInputTokens: 1n, cacheCreationInputTokens: 0n })).toBe(1n);
-    expect(weightedInputTokens({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 4n })).toBe(5n);
-    expect(weightedInputTokens({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 1n })).toBe(2n);
-    expect(weightedInputTokens({ inputTokens: 0n, cacheReadInputTokens: 0n, cacheCreationInputTokens: 5n })).toBe(7n);
-    expect(weightedInputTokens({ inputTokens: 7n, cacheReadInputTokens: 15n, cacheCreationInputTokens: 3n })).toBe(
-      7n + 2n + 4n,
-    );
   });
 });
 

@@ -1,7 +1,7 @@
 import { boundedCount, maxTokenCount } from '@gw/usage';
 import { commonv1, create, eventsv1, toBinary } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
-import { aggregateRows, decodeUsageRow, firstOfEachEvent, periodStartOf, toUsageRow } from '../src/usage-rows';
+import { aggregateRows, decodeUsageRow, firstOfEachEvent, toUsageRow } from '../src/usage-rows';
 import type { PricedRow, UsageRow } from '../src/usage-rows';
 
 const endOfMarch = Date.UTC(2026, 2, 31, 23, 59, 59, 999);
@@ -42,20 +42,6 @@ function priced(init: MessageInitShape<typeof eventsv1.UsageEventSchema> = {}, o
   const base = row(init);
   return { ...base, costGbp: base.billableTokens * 10_000n, overageTokens };
 }
-
-describe('periodStartOf', () => {
-  it('is the first day of the UTC calendar month', () => {
-    expect(periodStartOf(new Date(endOfMarch))).toBe('2026-03-01');
-    expect(periodStartOf(new Date(Date.UTC(2026, 3, 1, 0, 0, 0, 0)))).toBe('2026-04-01');
-    expect(periodStartOf(new Date('2026-12-31T23:59:59Z'))).toBe('2026-12-01');
-  });
-
-  it('follows UTC, not the offset the instant was written with', () => {
-    // 20:30 on 31 January in New York is already February in UTC.
-    expect(periodStartOf(new Date('2026-01-31T20:30:00-05:00'))).toBe('2026-02-01');
-    expect(periodStartOf(new Date('2026-02-01T00:30:00+01:00'))).toBe('2026-01-01');
-  });
-});
 
 describe('toUsageRow', () => {
   it('maps every field of the event', () => {

@@ -1,7 +1,8 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
+import { PrivacyMode } from '@gw/vocabulary';
 import { transformBody, unchangedBody } from './privacy';
-import type { PrivacyMode, PrivacyOutcome } from './privacy';
+import type { PrivacyOutcome } from './privacy';
 import type { PrivacyPool } from './privacy-pool';
 
 /**
@@ -32,7 +33,7 @@ function refusedOrForwarded(outcome: PrivacyOutcome): Result<PrivacyOutcome> {
 /** Mode `off` touches nothing; small bodies run inline, the rest on the pool's threads. */
 export function privacyStep(pool: Pick<PrivacyPool, 'run'>): PrivacyStep {
   return async (account, mode, body, signal) => {
-    if (mode === 'off') return ok(unchangedBody());
+    if (mode === PrivacyMode.off) return ok(unchangedBody());
     if (body.byteLength > inlineMaxBytes) {
       const outcome = await pool.run(account, mode, body, signal);
       return outcome.ok ? refusedOrForwarded(outcome.value) : outcome;

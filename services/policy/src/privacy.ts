@@ -2,8 +2,9 @@ import { countByType, createNonce, detect, redact, tokenise } from '@gw/pii';
 import type { Counts, EntityType } from '@gw/pii';
 import { slotText, walkRequest } from './request-walk';
 import type { BodySlot } from './request-walk';
+import { PrivacyMode } from '@gw/vocabulary';
 
-export type PrivacyMode = 'off' | 'flag' | 'redact' | 'tokenise';
+export type { PrivacyMode };
 
 /** What the privacy mode made of a request body. */
 export interface PrivacyOutcome {
@@ -89,12 +90,12 @@ const signedRefusal = (path: string, types: EntityType[]): string =>
  * to load.
  */
 export function transformBody(mode: PrivacyMode, bodyJson: Uint8Array): PrivacyOutcome {
-  if (mode === 'off') return unchangedBody();
+  if (mode === PrivacyMode.off) return unchangedBody();
   // A view, not a copy: the body may be tens of megabytes.
   const text = Buffer.from(bodyJson.buffer, bodyJson.byteOffset, bodyJson.byteLength).toString('utf8');
   const scanned = scannedTexts(text);
   const options = { adjacent: scanned.adjacent };
-  if (mode === 'flag') {
+  if (mode === PrivacyMode.flag) {
     return unchangedBody(countByType([...scanned.texts, ...scanned.signed.map((slot) => slot.text)], options));
   }
   const refusal = refusalFor(scanned.signed);
@@ -107,7 +108,7 @@ export function transformBody(mode: PrivacyMode, bodyJson: Uint8Array): PrivacyO
     });
     return changes;
   };
-  if (mode === 'redact') {
+  if (mode === PrivacyMode.redact) {
     const changes = changesOf(redact(scanned.texts, options).texts);
     return changes.size === 0 ? unchangedBody() : { ...unchangedBody(), body: spliced(text, scanned.walked, changes) };
   }

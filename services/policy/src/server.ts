@@ -1,20 +1,11 @@
 import { registration } from '@gw/grpc';
-import { commonv1, policyv1 } from '@gw/proto';
+import { policyv1 } from '@gw/proto';
 import { err, gatewayError, ok } from '@gw/errors';
 import { authorizeKey, keyPermissionsOf, snapshotMessage } from '@gw/catalogue';
 import type { Catalogue } from '@gw/catalogue';
 import type { CurrentValue } from './current-value';
-import type { PrivacyMode as PrivacyModeName } from './privacy';
+import { privacyModeFromProto } from '@gw/vocabulary/proto';
 import type { PrivacyStep } from './privacy-step';
-
-const { PrivacyMode } = commonv1;
-
-const privacyModes: Partial<Record<commonv1.PrivacyMode, PrivacyModeName>> = {
-  [PrivacyMode.OFF]: 'off',
-  [PrivacyMode.FLAG]: 'flag',
-  [PrivacyMode.REDACT]: 'redact',
-  [PrivacyMode.TOKENISE]: 'tokenise',
-};
 
 /**
  * Every call reads the catalogue in force when it arrives; a reload replaces it. The privacy step runs large
@@ -39,7 +30,7 @@ export function policyService(catalogues: CurrentValue<Catalogue>, applyPrivacyM
     async authorize(request, context) {
       const pools = authorizeKey(catalogues.get(), request.key, request.model);
       if (!pools.ok) return pools;
-      const mode = privacyModes[request.key!.privacyMode];
+      const mode = privacyModeFromProto(request.key!.privacyMode);
       if (!mode) {
         return err(gatewayError('api_error', 'This API key has no valid privacy mode; the request was not forwarded.'));
       }

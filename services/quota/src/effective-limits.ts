@@ -24,11 +24,3 @@ export function effectiveLimits(plan: PlanConfig, overrides: commonv1.LimitOverr
     hardCeilingTokens: pick(overrides?.hardCeilingTokens, plan.hardCeilingTokens ?? 2 * monthlyTokens),
   };
 }
-
-/** The billing period of an instant: the calendar month in UTC. */
-export function billingPeriod(at: Date): { key: string; start: string; endUnixMs: number } {
-  const year = at.getUTCFullYear();
-  const month = at.getUTCMonth();
-  const start = `${year}-${String(month + 1).padStart(2, '0')}-01`;
-  return { key: start.slice(0, 7), start, endUnixMs: Date.UTC(year, month + 1, 1) };
-}

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { dependencyUnavailableError, err, gatewayError, ok } from '@gw/errors';
+import { dependencyUnavailableError, err, gatewayError, ok, overloadRetryAfterMs } from '@gw/errors';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { PlanConfig } from '@gw/config';
 import type { commonv1 } from '@gw/proto';
-import { billingPeriod, effectiveLimits } from './effective-limits';
+import { billingPeriodOf, KeyEnvironment } from '@gw/vocabulary';
+import { effectiveLimits } from './effective-limits';
 import type { EffectiveLimits } from './effective-limits';
 import {
   acquireReservedScript,
@@ -17,7 +18,7 @@ import {
   reserveScript,
 } from './scripts';
 
-export type Environment = 'live' | 'test';
+export type Environment = KeyEnvironment;
 
 /** What the limits need to know of the caller. */
 export interface Caller {
@@ -183,11 +184,11 @@ export class Limits {
   async acquire(caller: Caller, reservedLeaseId?: string): Promise<Result<Lease>> {
     const limits = this.limitsOf(caller);
     if (!limits.ok) return limits;
-    const period = billingPeriod(this.now());
-    const keys = keysOf(caller.accountId, caller.environment, period.key);
+    const period = billingPeriodOf(this.now());
+    const keys = keysOf(caller.accountId, caller.environment, period.month);
     const leaseId = reservedLeaseId ?? randomUUID();
     // Test traffic is limited per minute and by concurrency, but never touches the allowance.
-    const allowance = caller.environment === 'live' ? limits.value.monthlyTokens : -1;
+    const allowance = caller.environment === KeyEnvironment.live ? limits.value.monthlyTokens : -1;
     const overage = limits.value.overage ? 1 : 0;
     const run = () =>
       reservedLeaseId === undefined
@@ -217,8 +218,8 @@ export class Limits {
     try {
       reply = await run();
       if (reply[0] === admission.allowanceUnknown) {
-        const used = await this.allowanceSource.billableTokens(caller.accountId, period.start);
-        await this.scripts.gwRebuild(keys.tokens, used, period.endUnixMs - this.now().getTime() + tokensKeyGraceMs);
+        const used = await this.allowanceSource.billableTokens(caller.accountId, period.startDay);
+        await this.scripts.gwRebuild(keys.tokens, used, period.end.getTime() - this.now().getTime() + tokensKeyGraceMs);
         reply = await run();
       }
     } catch {
@@ -249,13 +250,13 @@ export class Limits {
    * however often it is called, so a release whose reply was lost may be retried.
    */
   async release(accountId: string, environment: Environment, leaseId: string, billableTokens: number): Promise<void> {
-    const keys = keysOf(accountId, environment, billingPeriod(this.now()).key);
+    const keys = keysOf(accountId, environment, billingPeriodOf(this.now()).month);
     await this.scripts.gwRelease(
       keys.inflight,
       keys.tokens,
       releasedKeyOf(accountId, environment, leaseId),
       leaseId,
-      environment === 'live' ? billableTokens : 0,
+      environment === KeyEnvironment.live ? billableTokens : 0,
       releasedMarkerTtlMs,
     );
   }
@@ -304,7 +305,7 @@ export class Limits {
           gatewayError(
             'overloaded_error',
             "The request's concurrency slot lapsed before it was admitted. Retry with exponential backoff.",
-            { retryAfterMs: 1000 },
+            { retryAfterMs: overloadRetryAfterMs },
           ),
         );
       default:

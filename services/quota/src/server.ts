@@ -3,13 +3,16 @@ import { commonv1, quotav1 } from '@gw/proto';
 import { dependencyUnavailableError, err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { boundedCount, isImplausible } from '@gw/usage';
+import { expectedOneOf, keyEnvironments } from '@gw/vocabulary';
+import { environmentFromProto } from '@gw/vocabulary/proto';
 import type { EffectiveLimits } from './effective-limits';
 import type { Caller, Environment, Lease, Limits } from './limits';
 
 function environmentOf(value: commonv1.Environment): Result<Environment> {
-  if (value === commonv1.Environment.LIVE) return ok('live');
-  if (value === commonv1.Environment.TEST) return ok('test');
-  return err(gatewayError('invalid_request_error', 'environment: expected live or test.'));
+  const environment = environmentFromProto(value);
+  if (environment) return ok(environment);
+  const expected = expectedOneOf(keyEnvironments, { quoted: false });
+  return err(gatewayError('invalid_request_error', `environment: expected ${expected}.`));
 }
 
 function callerOf(key: commonv1.KeyContext | undefined): Result<Caller> {

@@ -8,7 +8,7 @@ import type { MethodsOf, MultiplexedClient, RunningGrpcServer, ServiceClient } f
 import { commonv1, quotav1 } from '@gw/proto';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import { quotaService } from '../src/server';
@@ -86,7 +86,7 @@ describe('QuotaService over its multiplexed Calls stream, against real Redis', (
     for (let attempt = 0; attempt < 3; attempt += 1) {
       expect((await multiplexed.release({ ...ref, billableTokens: 120n })).ok).toBe(true);
     }
-    const period = billingPeriod(new Date()).key;
+    const period = billingPeriodOf(new Date()).month;
     expect(await redis.get(`q:{a:${accountId}:live}:tokens:${period}`)).toBe('120');
     expect(await multiplexed.renew(ref)).toEqual({ ok: true, value: expect.objectContaining({ held: false }) });
   });

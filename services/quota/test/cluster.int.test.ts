@@ -6,11 +6,12 @@ import type { Pool } from '@gw/db';
 import type { Result } from '@gw/errors';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller, Lease } from '../src/limits';
 import { LocalRedisCluster } from './redis-cluster';
+import { pace, waitForRoomInMinute } from '@gw/testing';
 
 /**
  * The Limits scripts on a real three-master Redis Cluster: every key of one account carries the hash
@@ -29,12 +30,7 @@ const generous: PlanConfig = { ...plan, id: 'generous', limits: { ...plan.limits
 const overrides = (value: Record<string, unknown>) => value as Caller['overrides'];
 
 /** Waits out the last seconds of a clock minute, so a burst never straddles two windows. */
-async function awayFromMinuteBoundary(): Promise<void> {
-  const untilNext = 60_000 - (Date.now() % 60_000);
-  if (untilNext < 3_000) await new Promise((resolve) => setTimeout(resolve, untilNext + 50));
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const awayFromMinuteBoundary = () => waitForRoomInMinute(3_000);
 
 function leaseOf(result: Result<Lease>): Lease {
   if (!result.ok) throw new Error(`expected an admission, got ${result.error.type}: ${result.error.message}`);
@@ -59,7 +55,7 @@ describe('Limits on a real three-master Redis Cluster', () => {
     return {
       rpm: `${prefix}:rpm`,
       inflight: `${prefix}:inflight`,
-      tokens: `${prefix}:tokens:${billingPeriod(new Date()).key}`,
+      tokens: `${prefix}:tokens:${billingPeriodOf(new Date()).month}`,
     };
   };
 
@@ -187,7 +183,7 @@ describe('Limits on a real three-master Redis Cluster', () => {
   });
 
   it('rebuilds lost allowance counters from the metered usage, on every master', async () => {
-    const period = billingPeriod(new Date());
+    const period = billingPeriodOf(new Date());
     const callers = Array.from({ length: 24 }, () => caller());
     // Account i has used i * 100 tokens (two rows each): from 1,000 on, the allowance is used up.
     const usedBy = (index: number) => index * 100;
@@ -197,7 +193,7 @@ describe('Limits on a real three-master Redis Cluster', () => {
        SELECT account_id, key_id, 'm', 'live', $2::date, 1, 0, 0, 0, 0, tokens
        FROM unnest($1::text[], $3::bigint[]) AS u(account_id, tokens)
        CROSS JOIN (VALUES ('key_x'), ('key_y')) AS k(key_id)`,
-      [callers.map((who) => who.accountId), period.start, callers.map((_, index) => usedBy(index) / 2)],
+      [callers.map((who) => who.accountId), period.startDay, callers.map((_, index) => usedBy(index) / 2)],
     );
     // Several decisions at once for each account: one rebuild wins (SET NX), and all of them agree.
     const decisions = await Promise.all(
@@ -262,13 +258,13 @@ describe('Limits on a real three-master Redis Cluster', () => {
             expect.objectContaining({ type: 'rate_limit_error', message: expect.stringMatching(/concurrent/) }),
           );
           stat.refused += 1;
-          await sleep(1 + Math.random() * 3);
+          await pace(1 + Math.random() * 3);
           continue;
         }
         stat.admitted += 1;
         stat.inFlight += 1;
         stat.most = Math.max(stat.most, stat.inFlight);
-        await sleep(2 + Math.random() * 8);
+        await pace(2 + Math.random() * 8);
         // Counted out before the release is sent: a count above the limit would mean Redis held more.
         stat.inFlight -= 1;
         await limits.release(who.accountId, who.environment, result.value.leaseId, 1);
@@ -303,16 +299,16 @@ describe('Limits on a real three-master Redis Cluster', () => {
             expect.objectContaining({ type: 'rate_limit_error', message: expect.stringMatching(/concurrent/) }),
           );
           stat.refused += 1;
-          await sleep(1 + Math.random() * 3);
+          await pace(1 + Math.random() * 3);
           continue;
         }
         stat.inFlight += 1;
         stat.most = Math.max(stat.most, stat.inFlight);
         // The body arrives: the reserved lease already counts.
-        await sleep(1 + Math.random() * 4);
+        await pace(1 + Math.random() * 4);
         leaseOf(await limits.acquire(who, reserved.value.leaseId));
         stat.admitted += 1;
-        await sleep(1 + Math.random() * 4);
+        await pace(1 + Math.random() * 4);
         stat.inFlight -= 1;
         await limits.release(who.accountId, who.environment, reserved.value.leaseId, 1);
       }

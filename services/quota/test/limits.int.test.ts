@@ -5,10 +5,11 @@ import { createPool } from '@gw/db';
 import type { Pool } from '@gw/db';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller } from '../src/limits';
+import { waitForRoomInMinute } from '@gw/testing';
 
 const plan: PlanConfig = {
   id: 'tiny',
@@ -19,11 +20,8 @@ const plan: PlanConfig = {
 };
 const generous: PlanConfig = { ...plan, id: 'generous', limits: { ...plan.limits, requestsPerMinute: 1000 } };
 
-/** Waits out the last second of a clock minute, so a burst never straddles two windows. */
-async function awayFromMinuteBoundary(): Promise<void> {
-  const untilNext = 60_000 - (Date.now() % 60_000);
-  if (untilNext < 1_500) await new Promise((resolve) => setTimeout(resolve, untilNext + 50));
-}
+/** Waits out the last seconds of a clock minute, so a burst never straddles two windows. */
+const awayFromMinuteBoundary = () => waitForRoomInMinute(1_500);
 
 describe('Limits against real Redis and PostgreSQL', () => {
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
@@ -143,17 +141,17 @@ describe('Limits against real Redis and PostgreSQL', () => {
 
   it('rebuilds a lost allowance counter from the metered usage before admitting', async () => {
     const who = caller({ plan: 'generous' });
-    const period = billingPeriod(new Date());
+    const period = billingPeriodOf(new Date());
     await pool.query(
       `INSERT INTO usage_aggregates (account_id, key_id, model, environment, period_start, requests, input_tokens,
          output_tokens, cache_read_input_tokens, cache_creation_input_tokens, billable_tokens)
        VALUES ($1, 'key_x', 'm', 'live', $2, 3, 0, 0, 0, 0, 600), ($1, 'key_y', 'm', 'live', $2, 2, 0, 0, 0, 0, 400)`,
-      [who.accountId, period.start],
+      [who.accountId, period.startDay],
     );
     expect(await limits.acquire(who)).toEqual({
       ok: false,
       error: expect.objectContaining({ type: 'quota_exceeded' }),
     });
-    expect(await redis.get(`q:{a:${who.accountId}:live}:tokens:${period.key}`)).toBe('1000');
+    expect(await redis.get(`q:{a:${who.accountId}:live}:tokens:${period.month}`)).toBe('1000');
   });
 });

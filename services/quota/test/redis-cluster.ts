@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { waitUntil } from '@gw/testing';
 
 const run = promisify(execFile);
 const host = '127.0.0.1';
@@ -23,8 +24,6 @@ interface Member {
   /** The last few kilobytes the server printed, to explain a failed start. */
   output: string;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** True when `promise` settles within `ms`; the timer does not outlive it. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
@@ -45,16 +44,17 @@ class GaveUp extends Error {}
  * after `timeoutMs` naming what it waited for.
  */
 async function waitFor(what: () => string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const done = await check().catch((error: unknown) => {
-      if (error instanceof GaveUp) throw error;
-      return false;
+  let gaveUp: GaveUp | undefined;
+  const probe = () =>
+    check().catch((error: unknown) => {
+      if (!(error instanceof GaveUp)) throw error;
+      gaveUp = error;
+      return true;
     });
-    if (done) return;
-    if (Date.now() > deadline) throw new Error(`redis cluster: timed out after ${timeoutMs} ms waiting for ${what()}`);
-    await sleep(100);
-  }
+  await waitUntil(probe, { what: 'the redis cluster', timeoutMs, intervalMs: 100 }).catch((error: Error) => {
+    throw new Error(`redis cluster: ${error.message} (${what()})`);
+  });
+  if (gaveUp) throw gaveUp;
 }
 
 async function portIsFree(port: number): Promise<boolean> {

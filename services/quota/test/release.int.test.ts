@@ -6,7 +6,7 @@ import type { Pool } from '@gw/db';
 import { waitUntil } from '@gw/testing';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller } from '../src/limits';
@@ -34,7 +34,7 @@ describe('Release against real Redis', () => {
     overrides: undefined,
   });
   const tokensUsed = async (who: Caller) =>
-    Number(await redis.get(`q:{a:${who.accountId}:${who.environment}}:tokens:${billingPeriod(new Date()).key}`));
+    Number(await redis.get(`q:{a:${who.accountId}:${who.environment}}:tokens:${billingPeriodOf(new Date()).month}`));
   const admitted = async (limitsOf: Limits, who: Caller) => {
     const lease = await limitsOf.acquire(who);
     if (!lease.ok) throw new Error(lease.error.message);

@@ -4,10 +4,10 @@ import type { PlanConfig } from '@gw/config';
 import { createPool } from '@gw/db';
 import type { Pool } from '@gw/db';
 import type { Result } from '@gw/errors';
-import { waitUntil } from '@gw/testing';
+import { waitForRoomInMinute, waitUntil } from '@gw/testing';
 import { createTestDatabase } from '../../../test/support/database';
 import type { TestDatabase } from '../../../test/support/database';
-import { billingPeriod } from '../src/effective-limits';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { UsageLedger } from '../src/ledger';
 import { Limits } from '../src/limits';
 import type { Caller, Lease } from '../src/limits';
@@ -22,11 +22,8 @@ const plan: PlanConfig = {
 /** Short enough for a test to watch a reserved lease lapse. */
 const shortLeaseTtlMs = 150;
 
-/** Waits out the last seconds of a clock minute, so a test never straddles two windows. */
-async function awayFromMinuteBoundary(): Promise<void> {
-  const untilNext = 60_000 - (Date.now() % 60_000);
-  if (untilNext < 3_000) await new Promise((resolve) => setTimeout(resolve, untilNext + 50));
-}
+/** Waits out the last seconds of a clock minute, so a burst never straddles two windows. */
+const awayFromMinuteBoundary = () => waitForRoomInMinute(3_000);
 
 function leaseOf(result: Result<Lease>): Lease {
   if (!result.ok) throw new Error(`expected a lease, got ${result.error.type}: ${result.error.message}`);
@@ -48,7 +45,7 @@ describe('Reserve, then Acquire with the reserved lease, against real Redis', ()
   });
   const keysOf = (who: Caller) => {
     const prefix = `q:{a:${who.accountId}:${who.environment}}`;
-    return { inflight: `${prefix}:inflight`, tokens: `${prefix}:tokens:${billingPeriod(new Date()).key}` };
+    return { inflight: `${prefix}:inflight`, tokens: `${prefix}:tokens:${billingPeriodOf(new Date()).month}` };
   };
   const remaining = async (who: Caller) => {
     const peeked = await limits.peek(who);

@@ -1,6 +1,7 @@
 import type { Context } from '@opentelemetry/api';
 import type { Jurisdiction } from '@gw/config';
 import type { Result } from '@gw/errors';
+import type { KeyEnvironment } from '@gw/vocabulary';
 
 /** Token counts of one completion, as the upstream (or the stub) reported them. */
 export interface TokenUsage {
@@ -31,7 +32,7 @@ export interface CompletionRequest {
   traceContext?: Context;
   /** The caller's account: worker threads are shared fairly between accounts. */
   accountId: string;
-  environment: 'live' | 'test';
+  environment: KeyEnvironment;
   /** The key's residency tier; undefined when the key carries none (then no pool qualifies). */
   residency: Jurisdiction | undefined;
   /** The model alias the caller asked for. */

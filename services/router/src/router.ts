@@ -1,5 +1,6 @@
 import { err } from '@gw/errors';
 import type { Result } from '@gw/errors';
+import { KeyEnvironment } from '@gw/vocabulary';
 import { tooManyBodies } from '@gw/workers';
 import type { BodyBudget } from '@gw/workers';
 import { annotateSpan, boundedAttribute, requestLogFields } from '@gw/telemetry';
@@ -38,7 +39,7 @@ export function createRouter(deps: RouterDeps): Router {
       return;
     }
     try {
-      yield* request.environment === 'test'
+      yield* request.environment === KeyEnvironment.test
         ? answerWithTestStub(request, await deps.planStub(request, signal), signal, deps.testStub)
         : completeLive(request, signal, deps);
     } finally {
@@ -106,7 +107,7 @@ export function createRouter(deps: RouterDeps): Router {
       else {
         try {
           result =
-            request.environment === 'test'
+            request.environment === KeyEnvironment.test
               ? countTokensForTestKey(request)
               : await countTokensLive(request, signal, deps);
         } finally {

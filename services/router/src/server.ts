@@ -4,6 +4,7 @@ import type { CallContext, MethodsOf, ServiceHandlers } from '@gw/grpc';
 import { commonv1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { requestLogFields } from '@gw/telemetry';
+import { environmentFromProto, residencyFromProto } from '@gw/vocabulary/proto';
 import type { Logger } from '@gw/telemetry';
 import type { CompletionEvent, CompletionRequest } from './completion';
 import type { CountTokensRequest, TokenCount } from './count-tokens';
@@ -11,11 +12,6 @@ import type { Router } from './router';
 
 type CompleteResponseInit = MessageInitShape<typeof routerv1.CompleteResponseSchema>;
 type CountTokensResponseInit = MessageInitShape<typeof routerv1.CountTokensResponseSchema>;
-
-const residencies: Partial<Record<commonv1.Residency, CompletionRequest['residency']>> = {
-  [commonv1.Residency.UK]: 'uk',
-  [commonv1.Residency.EU]: 'eu',
-};
 
 /** What Complete and CountTokens share: the key's environment and residency, the candidates, body and headers. */
 interface RoutedCall {
@@ -30,16 +26,14 @@ interface RoutedCall {
 
 /** The domain's view of a call; a call without a key environment is a caller's bug. */
 function decodeRoutedCall(request: RoutedCall, context: CallContext): Result<CountTokensRequest> {
-  const environment = request.key?.environment;
-  if (environment !== commonv1.Environment.LIVE && environment !== commonv1.Environment.TEST) {
-    return err(gatewayError('api_error', internalErrorMessage));
-  }
+  const environment = request.key && environmentFromProto(request.key.environment);
+  if (!environment) return err(gatewayError('api_error', internalErrorMessage));
   return ok({
     requestId: request.requestId,
     traceContext: context.traceContext,
     accountId: request.key?.accountId ?? '',
-    environment: environment === commonv1.Environment.TEST ? 'test' : 'live',
-    residency: request.key && residencies[request.key.residency],
+    environment,
+    residency: request.key && residencyFromProto(request.key.residency),
     model: request.model,
     candidates: request.pools.map((pool) => ({ poolId: pool.poolId, upstreamModel: pool.upstreamModel })),
     body: request.bodyJson,

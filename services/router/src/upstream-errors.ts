@@ -91,7 +91,7 @@ const upstreamTimeoutMessage =
   'The model service did not answer in time. Retry once, then contact support quoting the x-request-id header.';
 
 /**
- * The caller's error once no attempt is left (spec §7). The failure that stopped the attempts comes
+ * The caller's error once no attempt is left (docs/public-api.md#errors). The failure that stopped the attempts comes
  * last; otherwise saturation wins over a missing credential over anything else, since it is the
  * most useful thing to tell a client that will retry.
  */

@@ -15,6 +15,7 @@ import type { MessageInitShape } from '@gw/proto';
 import { startSimUpstream } from '../../../bench/sim-upstream/src';
 import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-upstream/src';
 import { spawnRouter } from './router-process';
+import { waitUntil } from '@gw/testing';
 
 /**
  * Endpoint choice, circuit breakers, active health checks and the headers timeout, against the
@@ -275,13 +276,8 @@ async function metric(name: string, labels: Record<string, string>): Promise<num
 
 const healthy = (pool: string, endpoint: string) => metric('router_endpoint_healthy', { pool, endpoint });
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((done) => setTimeout(done, 25));
-  }
-}
+const waitFor = (check: () => Promise<boolean>, timeoutMs = 5000) =>
+  waitUntil(check, { what: 'the router to reach the state the test expects', timeoutMs, intervalMs: 25 });
 
 describe('router endpoint health over gRPC', () => {
   it('exposes every endpoint as healthy, with nothing outstanding, from the start', async () => {

@@ -1,8 +1,8 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import { err, ok } from '@gw/errors';
 import type { Logger } from '@gw/telemetry';
 import type { RouterMetrics } from '../src/metrics';
 import type { TransportFailure, UpstreamHttp, UpstreamHttpRequest, UpstreamResponse } from '../src/upstream-http';
+import { pace } from '@gw/testing';
 
 /** How a fake endpoint answers: a transport failure, or a status with headers and body, maybe after a delay. */
 export type Answer =
@@ -27,7 +27,7 @@ export function fakeHttp(answers: Record<string, Answer> | ((request: UpstreamHt
       sent.push(request);
       generating.push(options.generating);
       const answer = answerOf(request);
-      if (answer.delayMs !== undefined && answer.delayMs > 0) await delay(answer.delayMs);
+      if (answer.delayMs !== undefined && answer.delayMs > 0) await pace(answer.delayMs);
       if ('kind' in answer) return err({ kind: answer.kind, code: answer.code });
       const response: UpstreamResponse = {
         status: answer.status,

@@ -6,6 +6,7 @@ import { probeEndpoint, startHealthChecks } from '../src/health-checks';
 import { createPoolDirectory } from '../src/pools';
 import type { ProbeHttp, TransportFailure } from '../src/upstream-http';
 import { silentLogger } from './fakes';
+import { holdsFor, waitUntil } from '@gw/testing';
 
 const config = parseGatewayConfig(`
 regions:
@@ -106,11 +107,14 @@ describe('health probes', () => {
       settings: { intervalMs: 20, timeoutMs: 10 },
       logger: silentLogger,
     });
-    await new Promise((done) => setTimeout(done, 110));
+    await waitUntil(() => probes.probed.length / 2 >= 3, { what: 'three rounds of probes', timeoutMs: 2_000 });
     await checks.stop();
     const rounds = probes.probed.length / 2;
-    expect(rounds).toBeGreaterThanOrEqual(3);
-    await new Promise((done) => setTimeout(done, 60));
-    expect(probes.probed.length / 2).toBe(rounds);
+    // Three intervals after the stop, no round more.
+    await holdsFor(
+      () => probes.probed.length / 2,
+      { what: 'no probe after the stop', forMs: 60 },
+      (now) => now === rounds,
+    );
   });
 });

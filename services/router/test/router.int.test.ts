@@ -13,6 +13,7 @@ import type { MessageInitShape } from '@gw/proto';
 import { echoChunks, estimateInputTokens, startSimUpstream } from '../../../bench/sim-upstream/src';
 import type { RecordedRequest, RunningSimUpstream } from '../../../bench/sim-upstream/src';
 import { spawnRouter } from './router-process';
+import { waitUntil } from '@gw/testing';
 
 /**
  * The compiled router as a real process (build first: `pnpm exec tsc -b services/router`), its
@@ -323,12 +324,11 @@ describe('router over gRPC', () => {
 
   /** Polls the simulator until its last request is no longer in progress; the outcome and how long it took. */
   async function upstreamOutcome(since: number): Promise<{ outcome: string | undefined; afterMs: number }> {
-    let outcome: string | undefined;
-    while (Date.now() - since < 5000) {
-      outcome = (await simRequests()).at(-1)?.outcome;
-      if (outcome !== undefined && outcome !== 'in_progress') break;
-      await new Promise((done) => setTimeout(done, 10));
-    }
+    const outcome = await waitUntil(
+      async () => (await simRequests()).at(-1)?.outcome,
+      { what: "the upstream request's end", timeoutMs: 5000 - (Date.now() - since), intervalMs: 10 },
+      (seen) => seen !== undefined && seen !== 'in_progress',
+    );
     return { outcome, afterMs: Date.now() - since };
   }
 
@@ -354,7 +354,9 @@ describe('router over gRPC', () => {
   it('closes the upstream request at once when the caller cancels before the first byte', async () => {
     const controller = new AbortController();
     const call = complete(completeRequest('sim:latency=5000 slow to answer'), controller.signal);
-    await new Promise((done) => setTimeout(done, 300));
+    await waitUntil(async () => (await simRequests()).at(-1)?.outcome === 'in_progress', {
+      what: 'the upstream to hold the request',
+    });
     const cancelledAt = Date.now();
     controller.abort();
     expect(kinds(await call)).not.toContain('started');
@@ -476,9 +478,11 @@ describe('router over gRPC', () => {
         .map((line) => JSON.parse(line) as Record<string, unknown>)
         .filter((entry) => entry.msg === 'count_tokens ended');
     // The router's stdout may still be on its way after the last reply: 8 calls above, 8 lines.
-    const deadline = Date.now() + 2000;
-    while (countLines().length < 8 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 10));
-    const lines = countLines();
+    const lines = await waitUntil(
+      countLines,
+      { what: '8 log lines', timeoutMs: 2000, intervalMs: 10 },
+      (seen) => seen.length >= 8,
+    );
     expect(lines).toHaveLength(8);
     expect(lines).toContainEqual(
       expect.objectContaining({

@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '@gw/config';
 import type { PoolClient } from '@gw/db';
+import { KeyEnvironment } from '@gw/vocabulary';
 import { writeToOutbox } from './outbox';
 import type { OutboxEntry } from './outbox';
 
@@ -57,7 +58,7 @@ export function usageEvents(
   const { before, after, allowanceTokens } = movement;
   const base = {
     account_id: movement.accountId,
-    environment: 'live',
+    environment: KeyEnvironment.live,
     period_start: movement.periodStart,
     allowance_tokens: Number(allowanceTokens),
     used_tokens: Number(after),

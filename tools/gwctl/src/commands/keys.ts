@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { keyEnvironments, privacyModes, residencyTiers } from '@gw/vocabulary';
 import { parseList, parseTimestamp } from '../arguments';
 import type { KeyEnvironment, PrivacyMode, Residency } from '../client';
 import { renderCreatedKey, renderJson, renderKeyTable, showValue, withoutKeyValue } from '../output';
@@ -26,10 +27,6 @@ interface ListOptions extends JsonOption {
   account: string;
 }
 
-const environments: KeyEnvironment[] = ['live', 'test'];
-const residencies: Residency[] = ['uk', 'eu'];
-const privacyModes: PrivacyMode[] = ['off', 'flag', 'redact', 'tokenise'];
-
 export function registerKeyCommands(program: Command, context: CliContext): void {
   const keys = program.command('keys').description('create, list and revoke API keys');
 
@@ -40,11 +37,11 @@ export function registerKeyCommands(program: Command, context: CliContext): void
     .requiredOption('--name <name>', 'key name')
     .addOption(
       new Option('--env <env>', 'live (upstream) or test (deterministic stub)')
-        .choices(environments)
+        .choices(keyEnvironments)
         .makeOptionMandatory(),
     )
     .addOption(
-      new Option('--residency <region>', 'where requests may be served').choices(residencies).makeOptionMandatory(),
+      new Option('--residency <region>', 'where requests may be served').choices(residencyTiers).makeOptionMandatory(),
     )
     .addOption(new Option('--privacy-mode <mode>', 'treatment of prompts').choices(privacyModes).makeOptionMandatory())
     .option('--allowed-models <list>', 'comma-separated models the key may use (default: any)', parseList)
