@@ -16,22 +16,22 @@ import {
 } from '@gw/telemetry';
 import { subscribeToNotices } from '@gw/revocations';
 import { BodyBudget, heldBodyBytesGauge } from '@gw/workers';
-import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './billing-spool';
-import { CatalogueFollower, catalogueStreamOf } from './catalogue-snapshot';
-import { BodyChecks } from './body-checks';
+import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './usage-spool/billing-spool';
+import { CatalogueFollower, catalogueStreamOf } from './catalogue/catalogue-snapshot';
+import { BodyChecks } from './body-checks/body-checks';
 import { createClients } from './clients';
-import { createEdgeMetrics } from './edge-metrics';
-import { authorizeLocallyOrWithPolicy, keyFromAuth, policyDeadline } from './decisions';
-import { createHttpServer } from './http-server';
-import { InFlightRequests } from './in-flight';
-import { leaseReports } from './lease-reports';
-import { LeaseKeeper } from './leases';
+import { createEdgeMetrics } from './telemetry/edge-metrics';
+import { authorizeLocallyOrWithPolicy, keyFromAuth, policyDeadline } from './domain/authorization';
+import { createHttpServer } from './http/http-server';
+import { InFlightRequests } from './domain/in-flight';
+import { leaseReports } from './telemetry/lease-reports';
+import { LeaseKeeper } from './domain/leases';
 import { readIngressConfig } from './config';
-import { refusalCounts } from './refusal-counts';
-import { sendUsageTraced, traceSettledRequest } from './request-tracing';
+import { refusalCounts } from './telemetry/refusal-counts';
+import { sendUsageTraced, traceSettledRequest } from './telemetry/request-tracing';
 import { createAdminApp, createPublicApp } from './server';
-import { reverifyUntilAnswered } from './reverify';
-import { VerifiedKeys } from './verified-keys';
+import { reverifyUntilAnswered } from './domain/reverify';
+import { VerifiedKeys } from './domain/verified-keys';
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -104,7 +104,7 @@ void runOrExit(async () => {
     threads: config.BODY_CHECK_THREADS,
     queuedPerAccount: config.BODY_CHECK_QUEUED_PER_ACCOUNT,
     queuedTotal: config.BODY_CHECK_QUEUED_TOTAL,
-    script: join(__dirname, 'body-check-thread.js'),
+    script: join(__dirname, 'body-checks', 'body-check-thread.js'),
     onThreadFailure: (failure) => logger.error(failure, 'a body check thread died; another took its place'),
   });
   const inFlight = new InFlightRequests();

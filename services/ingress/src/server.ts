@@ -12,22 +12,22 @@ import type { Logger } from '@gw/telemetry';
 import { requireKnownHost } from './admin/host-check';
 import { adminRoutes } from './admin/routes';
 import type { Clients } from './clients';
-import { discardRestOfBody, readBody as readRequestBody, tooLarge } from './body';
+import { discardRestOfBody, readBody as readRequestBody, tooLarge } from './http/body';
 import type { BodyBudget } from '@gw/workers';
-import type { BodyTimeouts, DiscardBounds } from './body';
-import { presentedKey, repeatedCredentialHeader } from './credentials';
-import { handleCountTokens } from './count-tokens';
-import { routeOf, streamErrorType } from './edge-metrics';
-import type { EdgeMetrics } from './edge-metrics';
-import { handleMessages, refuseVerified } from './messages';
+import type { BodyTimeouts, DiscardBounds } from './http/body';
+import { presentedKey, repeatedCredentialHeader } from './http/credentials';
+import { handleCountTokens } from './pipeline/count-tokens';
+import { routeOf, streamErrorType } from './telemetry/edge-metrics';
+import type { EdgeMetrics } from './telemetry/edge-metrics';
+import { handleMessages, refuseVerified } from './pipeline/messages';
 import { authenticate } from './pipeline/authenticate';
 import type { CallerRequest, GatewayDeps, ResponseSink } from './pipeline/types';
-import { handleGetModel, handleListModels } from './models';
-import { rateLimitHeaders } from './rate-limit';
-import { requestTraceContext, traceRequests } from './request-tracing';
-import type { RefusalCounts } from './refusal-counts';
-import { handleUsage, usageReportJson } from './usage-report';
-import { pingFrame, sseFrame } from './sse';
+import { handleGetModel, handleListModels } from './pipeline/models';
+import { rateLimitHeaders } from './domain/rate-limit';
+import { requestTraceContext, traceRequests } from './telemetry/request-tracing';
+import type { RefusalCounts } from './telemetry/refusal-counts';
+import { handleUsage, usageReportJson } from './pipeline/usage-report';
+import { pingFrame, sseFrame } from './http/sse';
 
 export interface PublicAppOptions {
   /** True once the process can answer requests (`/readyz`). */

@@ -1,6 +1,6 @@
 import type { GatewayError } from '@gw/errors';
-import { expiredError } from '../in-flight';
-import { restoreMessage, StreamRestoration } from '../restoration';
+import { expiredError } from '../domain/in-flight';
+import { restoreMessage, StreamRestoration } from '../domain/restoration';
 import { boundedUsage } from '@gw/usage';
 import type { UsageCounts as TokenCounts } from '@gw/usage';
 import type { Admission } from './admit';

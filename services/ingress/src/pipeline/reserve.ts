@@ -1,8 +1,8 @@
 import { ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import type { commonv1 } from '@gw/proto';
-import type { LeaseRef } from '../leases';
-import { windowOf } from '../rate-limit';
+import type { LeaseRef } from '../domain/leases';
+import { windowOf } from '../domain/rate-limit';
 import { callScope } from './types';
 import type { PipelineClients, RequestScope } from './types';
 

@@ -1,13 +1,13 @@
 import type { Context } from '@opentelemetry/api';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import type { commonv1, eventsv1, MessageInitShape, policyv1 } from '@gw/proto';
-import type { BodyChecks } from '../body-checks';
-import type { CatalogueFollower } from '../catalogue-snapshot';
+import type { BodyChecks } from '../body-checks/body-checks';
+import type { CatalogueFollower } from '../catalogue/catalogue-snapshot';
 import type { Clients } from '../clients';
-import type { SettledRequest } from '../edge-metrics';
-import type { InFlightRequests } from '../in-flight';
-import type { LeaseKeeper } from '../leases';
-import type { Restoration } from '../restoration';
+import type { SettledRequest } from '../telemetry/edge-metrics';
+import type { InFlightRequests } from '../domain/in-flight';
+import type { LeaseKeeper } from '../domain/leases';
+import type { Restoration } from '../domain/restoration';
 
 /** Whom the gateway's calls for one request are made for: its id and, while tracing is on, its span's context. */
 export interface RequestScope {

@@ -3,8 +3,8 @@ import { err, ok } from '@gw/errors';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { commonv1, policyv1, quotav1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
-import { summariseBody } from '../../src/body-checks';
-import { InFlightRequests } from '../../src/in-flight';
+import { summariseBody } from '../../src/body-checks/body-checks';
+import { InFlightRequests } from '../../src/domain/in-flight';
 import type { CallerRequest, MessagesDeps, ResponseSink, UsageEventInit } from '../../src/pipeline/types';
 
 export const liveKey = create(commonv1.KeyContextSchema, {

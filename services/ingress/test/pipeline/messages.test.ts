@@ -1,7 +1,7 @@
 import { billableTokens, estimateInputTokens, maxTokenCount } from '@gw/usage';
 import { err, gatewayError, ok } from '@gw/errors';
 import { eventsv1 } from '@gw/proto';
-import { handleMessages } from '../../src/messages';
+import { handleMessages } from '../../src/pipeline/messages';
 import type { CallerRequest } from '../../src/pipeline/types';
 import {
   callerRequest,
