@@ -1,11 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { authorizeKey, catalogueFromMessage } from '@gw/catalogue';
+import { authorizeKey, catalogueFromMessage, keyPermissionsOf } from '@gw/catalogue';
 import type { Catalogue } from '@gw/catalogue';
 import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import { commonv1, create, policyv1 } from '@gw/proto';
+import { commonv1 } from '@gw/proto';
+import type { policyv1 } from '@gw/proto';
 import type { Logger } from '@gw/telemetry';
 import type { Clients } from '../clients';
+import type { ListedModel } from '../clients/policy';
+import type { Authorization } from '../domain/authorization';
+import type { VerifiedKey } from '../domain/key';
 
 /** Opens one WatchCatalogue subscription; aborting the signal cancels it. */
 export type CatalogueStream = (signal: AbortSignal) => AsyncIterable<Result<policyv1.WatchCatalogueResponse>>;
@@ -73,11 +77,28 @@ export class CatalogueFollower {
    * key and the model, never the text. undefined when policy must decide: no catalogue yet, or a mode
    * that works on the body.
    */
-  authorizeWithoutBody(key: commonv1.KeyContext, model: string): Result<policyv1.AuthorizeResponse> | undefined {
+  authorizeWithoutBody(key: VerifiedKey, model: string): Result<Authorization> | undefined {
     const catalogue = this.latest;
     if (catalogue === undefined || key.privacyMode !== commonv1.PrivacyMode.OFF) return undefined;
-    const pools = authorizeKey(catalogue, key, model);
-    return pools.ok ? ok(create(policyv1.AuthorizeResponseSchema, { pools: pools.value })) : pools;
+    const pools = authorizeKey(catalogue, key.record, model);
+    return pools.ok
+      ? ok({ pools: pools.value, body: undefined, privacyFlags: {}, placeholders: [], placeholderNonce: '' })
+      : pools;
+  }
+
+  /** The models a key may use inside its tier, as listed in the catalogue; undefined until one has arrived. */
+  modelsFor(key: VerifiedKey): Result<ListedModel[]> | undefined {
+    const catalogue = this.latest;
+    if (catalogue === undefined) return undefined;
+    const permissions = keyPermissionsOf(key.record);
+    if (!permissions.ok) return permissions;
+    return ok(
+      catalogue.listModels(permissions.value).map((model) => ({
+        id: model.alias,
+        displayName: model.displayName,
+        createdAtUnixMs: model.createdAtUnixMs,
+      })),
+    );
   }
 
   /** Cancels the subscription and any wait to resubscribe; resolves once following has stopped. */

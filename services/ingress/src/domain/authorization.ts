@@ -1,25 +1,28 @@
-import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import type { CatalogueFollower } from '../catalogue/catalogue-snapshot';
-import type { Clients } from '../clients';
-import { callScope } from '../pipeline/types';
-import type { Authorize, Authorization, RequestScope } from '../pipeline/types';
-import type { commonv1 } from '@gw/proto';
+import type { policyv1 } from '@gw/proto';
+import type { VerifiedKey } from './key';
+import type { RequestScope } from './request-scope';
 
-/** The key's record from auth, or the refusal; an answer without a key is a failure of auth. */
-export function keyFromAuth(auth: Pick<Clients['auth'], 'verifyKey'>) {
-  return async (
-    presentedKey: string,
-    sourceAddress: string,
-    scope: RequestScope,
-  ): Promise<Result<commonv1.KeyContext>> => {
-    const verified = await auth.verifyKey({ key: presentedKey, sourceAddress }, callScope(scope));
-    if (!verified.ok) return verified;
-    return verified.value.key
-      ? ok(verified.value.key)
-      : err(gatewayError('api_error', 'The gateway could not verify the API key. Retry once.'));
-  };
+/** The policy decision a request needs: candidate pools and, where a privacy mode applied, the body to send. */
+export interface Authorization {
+  /** Passed on to the router as policy gave them. */
+  pools: policyv1.CandidatePool[];
+  /** The body after the privacy mode; undefined when unchanged. */
+  body: Uint8Array | undefined;
+  /** Mode `flag`: entities found, by type (never the values). */
+  privacyFlags: Record<string, number>;
+  /** Mode `tokenise`: what each placeholder stands for, for this request only. */
+  placeholders: { placeholder: string; original: string }[];
+  placeholderNonce: string;
 }
+
+/** Decides model, plan, key permissions and residency, and applies the key's privacy mode. */
+export type Authorize = (
+  key: VerifiedKey,
+  model: string,
+  body: Buffer,
+  scope: RequestScope,
+) => Promise<Result<Authorization>>;
 
 /**
  * How long policy may take to decide on a request with a body of `bodyBytes`: the deadline of every control
@@ -31,30 +34,32 @@ export function policyDeadline(controlCallMs: number, msPerMiB: number): (bodyBy
   return (bodyBytes) => controlCallMs + Math.ceil((bodyBytes / (1024 * 1024)) * msPerMiB);
 }
 
+/** Decides without policy when it can: undefined when policy must decide. */
+export type LocalAuthorize = (key: VerifiedKey, model: string) => Result<Authorization> | undefined;
+
+/** Policy's decision, with the body, within a deadline. */
+export type PolicyAuthorize = (
+  key: VerifiedKey,
+  model: string,
+  body: Uint8Array,
+  scope: RequestScope,
+  timeoutMs: number,
+) => Promise<Result<Authorization>>;
+
 /**
- * A key in privacy mode `off` needs the decision inputs, not the text: decided here from the catalogue
+ * A key in privacy mode `off` needs the decision inputs, not the text: decided locally from the catalogue
  * policy pushed (no call, no copy of the body); any other mode, or no catalogue yet, asks policy.
  */
 export function authorizeLocallyOrWithPolicy(
-  follower: Pick<CatalogueFollower, 'authorizeWithoutBody'>,
-  policy: Pick<Clients['policy'], 'authorize'>,
+  local: LocalAuthorize,
+  policy: PolicyAuthorize,
   deadlineMs: (bodyBytes: number) => number,
 ): Authorize {
   const withPolicy = authorizeWithPolicy(policy, deadlineMs);
-  return async (key, model, body, scope) =>
-    follower.authorizeWithoutBody(key, model) ?? withPolicy(key, model, body, scope);
+  return async (key, model, body, scope) => local(key, model) ?? withPolicy(key, model, body, scope);
 }
 
 /** Policy decides, with the body when the key's privacy mode needs the text, within a deadline for its size. */
-export function authorizeWithPolicy(
-  policy: Pick<Clients['policy'], 'authorize'>,
-  deadlineMs: (bodyBytes: number) => number,
-): Authorize {
-  return async (key, model, body, scope) => {
-    const authorized = await policy.authorize(
-      { key, model, bodyJson: body },
-      { ...callScope(scope), timeoutMs: deadlineMs(body.byteLength) },
-    );
-    return authorized.ok ? ok<Authorization>(authorized.value) : authorized;
-  };
+export function authorizeWithPolicy(policy: PolicyAuthorize, deadlineMs: (bodyBytes: number) => number): Authorize {
+  return (key, model, body, scope) => policy(key, model, body, scope, deadlineMs(body.byteLength));
 }

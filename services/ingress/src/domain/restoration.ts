@@ -1,3 +1,4 @@
+import { createRestorer, restoreAll } from '@gw/pii';
 /** Puts tokenised originals back into a completion; built by the PII library for one request. */
 export interface Restorer {
   /** Returns what can be released now, holding back only a suffix that may still become a placeholder. */
@@ -106,4 +107,14 @@ export class StreamRestoration {
     }
     return block;
   }
+}
+
+/** Mode `tokenise`: the restoration of one request's originals, from policy's placeholders and nonce. */
+export function restorationFor(placeholders: { placeholder: string; original: string }[], nonce: string): Restoration {
+  const map = Object.fromEntries(placeholders.map((entry) => [entry.placeholder, entry.original]));
+  return {
+    textRestorer: () => createRestorer(map, nonce),
+    jsonRestorer: () => createRestorer(map, nonce, { json: true }),
+    restoreAll: (text) => restoreAll(text, map, nonce),
+  };
 }

@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Result } from '@gw/errors';
-import type { commonv1 } from '@gw/proto';
-import type { RequestScope } from '../pipeline/types';
+import type { VerifiedKey } from './key';
+import type { RequestScope } from './request-scope';
 
 /** Asks the auth service; the cache's source of truth. */
 export type VerifyWithAuth = (
   presentedKey: string,
   sourceAddress: string,
   scope: RequestScope,
-) => Promise<Result<commonv1.KeyContext>>;
+) => Promise<Result<VerifiedKey>>;
 
 export interface VerifiedKeysOptions {
   /** How long a verified key is believed without asking auth again (auth's last-used time is this coarse). */
@@ -19,7 +19,7 @@ export interface VerifiedKeysOptions {
 }
 
 interface Entry {
-  key: commonv1.KeyContext;
+  key: VerifiedKey;
   storedAt: number;
 }
 
@@ -45,12 +45,12 @@ export class VerifiedKeys {
     this.now = options.now ?? Date.now;
   }
 
-  async verify(presentedKey: string, sourceAddress: string, scope: RequestScope): Promise<Result<commonv1.KeyContext>> {
+  async verify(presentedKey: string, sourceAddress: string, scope: RequestScope): Promise<Result<VerifiedKey>> {
     const id = entryId(presentedKey, sourceAddress);
     const cached = this.entries.get(id);
     if (cached) {
       const now = this.now();
-      const expiresAt = cached.key.expiresAtUnixMs === undefined ? Infinity : Number(cached.key.expiresAtUnixMs);
+      const expiresAt = cached.key.expiresAtUnixMs ?? Infinity;
       if (now - cached.storedAt < this.options.ttlMs && now < expiresAt) return { ok: true, value: cached.key };
       this.entries.delete(id);
     }
@@ -83,7 +83,7 @@ export class VerifiedKeys {
     return this.entries.size;
   }
 
-  private store(id: string, key: commonv1.KeyContext): void {
+  private store(id: string, key: VerifiedKey): void {
     if (this.entries.size >= this.options.maxEntries) {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);

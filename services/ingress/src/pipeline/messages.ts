@@ -1,44 +1,30 @@
 import { gatewayError, internalErrorMessage } from '@gw/errors';
-import type { GatewayError, RateLimitWindow } from '@gw/errors';
-import type { commonv1 } from '@gw/proto';
+import type { GatewayError } from '@gw/errors';
+import { privacyFlagsHeader } from '../domain/privacy-flags';
+import type { VerifiedKey } from '../domain/key';
+import { isJsonContentType } from '../domain/validation';
 import { admit } from './admit';
+import type { Admission } from './admit';
 import { authenticate } from './authenticate';
+import { refuseVerified } from './refuse';
 import { newRelayState, relay } from './relay';
+import type { RelayStateRef } from './relay';
 import { reserve } from './reserve';
 import type { Reservation } from './reserve';
 import { settle } from './settle';
-import type { Admission } from './admit';
-import type { CallerRequest, MessagesDeps, RequestScope, ResponseSink } from './types';
-import { windowForRefusal } from '../domain/rate-limit';
-import { isJsonContentType } from '../domain/validation';
+import type { CallerRequest, MessagesDeps, ResponseSink } from './types';
 
-type HeldLease = ReturnType<MessagesDeps['leases']['hold']>;
+type HeldLease = ReturnType<MessagesDeps['reserve']['leases']['hold']>;
 
-export type { CallerRequest, MessagesDeps, ResponseSink, UsageEventInit } from './types';
-
-/** `x-privacy-flags`: counts by entity type, never values, e.g. `EMAIL=2,PHONE=1`, or `none`. */
-export function privacyFlagsHeader(counts: Record<string, number>): string {
-  const entries = Object.entries(counts)
-    .filter(([, count]) => count > 0)
-    .sort(([a], [b]) => a.localeCompare(b));
-  return entries.length === 0 ? 'none' : entries.map(([type, count]) => `${type}=${count}`).join(',');
-}
-
-/**
- * Every answer to a verified key says where the caller stands in its per-minute window: the window a
- * limits refusal carries, the one its reservation read, or a look that charges nothing.
- */
-export async function refuseVerified(
-  deps: Pick<MessagesDeps, 'clients'>,
-  sink: Pick<ResponseSink, 'setRateLimit' | 'fail'>,
-  key: commonv1.KeyContext,
-  error: GatewayError,
-  scope: RequestScope,
-  reservedWindow?: RateLimitWindow,
-): Promise<void> {
-  const window = await windowForRefusal(deps.clients.quota, key, error, scope, reservedWindow);
-  if (window) sink.setRateLimit(window);
-  sink.fail(error);
+/** The log line of a request refused before the relay. */
+function logRefusal(deps: MessagesDeps, request: CallerRequest, startedAt: number) {
+  return (error: GatewayError, key?: VerifiedKey) =>
+    deps.log.request(request, {
+      duration_ms: Date.now() - startedAt,
+      status: 'refused',
+      error_type: error.type,
+      ...(key && { key_id: key.keyId, account_id: key.accountId }),
+    });
 }
 
 /**
@@ -51,21 +37,13 @@ export async function refuseVerified(
  */
 export async function handleMessages(deps: MessagesDeps, request: CallerRequest, sink: ResponseSink): Promise<void> {
   const startedAt = Date.now();
-  const refused = (error: GatewayError, fields: Record<string, unknown> = {}) =>
-    deps.logRequest(request, {
-      duration_ms: Date.now() - startedAt,
-      status: 'refused',
-      error_type: error.type,
-      ...fields,
-    });
-
+  const refused = logRefusal(deps, request, startedAt);
   const verified = await authenticate(deps.keys, request);
   if (!verified.ok) {
     sink.fail(verified.error);
     return refused(verified.error);
   }
   const key = verified.value;
-  const ids = { key_id: key.keyId, account_id: key.accountId };
   // From here on, a revocation of the key ends this request wherever it is.
   const registration = deps.inFlight.register(key.keyId, {
     presentedKey: request.presentedKey,
@@ -76,28 +54,29 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
     // An upload that had all arrived when its key was verified never held a slot unfinished: Acquire
     // takes the slot with the window and the allowance, one quota round trip instead of two. Otherwise a
     // slot is reserved before the body, so that unfinished uploads count against the concurrency.
-    const arrived = isJsonContentType(request.contentType) && (await request.bodyArrived(deps.bodyLimitFor(key.plan)));
+    const arrived =
+      isJsonContentType(request.contentType) && (await request.bodyArrived(deps.admit.bodyLimitFor(key.plan)));
     let reservation: Reservation | undefined;
     let lease: HeldLease | undefined;
     if (!arrived) {
-      const reserved = await reserve(deps.clients.quota, key, request);
+      const reserved = await reserve(deps.reserve.quota, key, request);
       if (!reserved.ok) {
         request.discardBody();
-        await refuseVerified(deps, sink, key, reserved.error, request);
-        return refused(reserved.error, ids);
+        await refuseVerified(deps.refusal, sink, key, reserved.error, request);
+        return refused(reserved.error, key);
       }
       reservation = reserved.value;
-      lease = deps.leases.hold(reservation.lease, reservation.leaseTtlMs);
+      lease = deps.reserve.leases.hold(reservation.lease, reservation.leaseTtlMs);
     }
     try {
-      const admitted = await admit(deps, request, key, reservation);
+      const admitted = await admit(deps.admit, request, key, reservation);
       if (!admitted.ok) {
         // Released before the answer, so that a client retrying at once finds its slot free.
         lease?.release(0n);
-        await refuseVerified(deps, sink, key, admitted.error, request, reservation?.window);
-        return refused(admitted.error, ids);
+        await refuseVerified(deps.refusal, sink, key, admitted.error, request, reservation?.window);
+        return refused(admitted.error, key);
       }
-      lease ??= deps.leases.hold(admitted.value.lease, admitted.value.leaseTtlMs);
+      lease ??= deps.reserve.leases.hold(admitted.value.lease, admitted.value.leaseTtlMs);
       await relayAndSettle(deps, request, sink, admitted.value, lease.release, registration.signal, startedAt);
     } finally {
       // A no-op once released above or by settling; after an exception in admission it frees the slot,
@@ -119,24 +98,25 @@ async function relayAndSettle(
   keyStopped: AbortSignal,
   startedAt: number,
 ): Promise<void> {
-  const state = newRelayState();
+  const ref: RelayStateRef = { current: newRelayState() };
   let gatewayFailed = false;
   try {
     sink.setRateLimit(admission.window);
     if (admission.privacyFlags) {
       sink.setPrivacyFlags(privacyFlagsHeader(admission.privacyFlags));
-      deps.countPrivacyFlags(admission.privacyFlags);
+      deps.relay.countPrivacyFlags(admission.privacyFlags);
     }
-    await relay(deps, request, sink, admission, keyStopped, state);
+    await relay(deps.relay, request, sink, admission, keyStopped, ref);
   } catch (error) {
     gatewayFailed = true;
-    state.failure = gatewayError('api_error', internalErrorMessage);
-    deps.logFailure(error, request, {
+    ref.current = { ...ref.current, failure: gatewayError('api_error', internalErrorMessage) };
+    deps.log.failure(error, request, {
       key_id: admission.key.keyId,
       account_id: admission.key.accountId,
       stage: 'relay',
     });
   } finally {
-    await settle(deps, request, sink, { admission, state, releaseLease, gatewayFailed, startedAt });
+    const state = ref.current;
+    await settle(deps.settle, request, sink, { admission, state, releaseLease, gatewayFailed, startedAt });
   }
 }

@@ -1,11 +1,11 @@
 import { err, gatewayError, ok, quoted } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
-import { keyPermissionsOf } from '@gw/catalogue';
-import type { commonv1, policyv1 } from '@gw/proto';
+import type { CatalogueFollower } from '../catalogue/catalogue-snapshot';
+import type { ListedModel, PolicyClient } from '../clients/policy';
+import type { QuotaClient } from '../clients/quota';
+import type { VerifiedKey } from '../domain/key';
 import { authenticate } from './authenticate';
-import { callScope } from './types';
-import type { CallerRequest, GatewayDeps, RequestScope } from './types';
-import { windowOf } from '../domain/rate-limit';
+import type { CallerRequest, KeyVerifier, RequestScope } from './types';
 
 /** One entry of GET /v1/models, in the upstream wire format. */
 export interface ModelObject {
@@ -30,7 +30,7 @@ export interface PageQuery {
 
 const invalid = (message: string) => err(gatewayError('invalid_request_error', message));
 
-export function modelObject(model: Pick<policyv1.ModelInfo, 'id' | 'displayName' | 'createdAtUnixMs'>): ModelObject {
+export function modelObject(model: ListedModel): ModelObject {
   return {
     type: 'model',
     id: model.id,
@@ -84,53 +84,41 @@ export function paginate(models: ModelObject[], query: PageQuery): Result<ModelP
   return ok({ data, has_more: hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
 }
 
+/** What the model listings need: the key, a look at its window, and the catalogue or policy. */
+export interface ModelsDeps {
+  keys: KeyVerifier;
+  quota: Pick<QuotaClient, 'peek'>;
+  /** The catalogue policy pushed, once it has arrived: listings then need no call. */
+  catalogue: Pick<CatalogueFollower, 'modelsFor'>;
+  policy: Pick<PolicyClient, 'listModels'>;
+}
+
 /**
  * The models the calling key may use inside its tier, newest first. Listing charges nothing, but the
  * answer carries the caller's position in its per-minute window like every authenticated response.
  */
 async function permittedModels(
-  deps: GatewayDeps,
+  deps: ModelsDeps,
   request: CallerRequest,
   setRateLimit: (window: RateLimitWindow) => void,
 ): Promise<Result<ModelObject[]>> {
   const verified = await authenticate(deps.keys, request);
   if (!verified.ok) return verified;
   const key = verified.value;
-  const [listed, peeked] = await Promise.all([
-    listedModels(deps, key, request),
-    deps.clients.quota.peek({ key }, callScope(request)),
-  ]);
-  if (peeked.ok && peeked.value.window) setRateLimit(windowOf(peeked.value.window));
-  return listed;
+  const [listed, peeked] = await Promise.all([listedModels(deps, key, request), deps.quota.peek(key, request)]);
+  if (peeked.ok) setRateLimit(peeked.value.window);
+  return listed.ok ? ok(listed.value.map(modelObject)) : listed;
 }
 
 /** From the catalogue policy pushed, or from policy while none has arrived yet. */
-async function listedModels(
-  deps: GatewayDeps,
-  key: commonv1.KeyContext,
-  scope: RequestScope,
-): Promise<Result<ModelObject[]>> {
-  const catalogue = deps.catalogue.current();
-  if (catalogue) {
-    const permissions = keyPermissionsOf(key);
-    if (!permissions.ok) return permissions;
-    return ok(
-      catalogue.listModels(permissions.value).map((model) =>
-        modelObject({
-          id: model.alias,
-          displayName: model.displayName,
-          createdAtUnixMs: BigInt(model.createdAtUnixMs),
-        }),
-      ),
-    );
-  }
-  const listed = await deps.clients.policy.listModels({ key }, callScope(scope));
-  return listed.ok ? ok(listed.value.models.map(modelObject)) : listed;
+function listedModels(deps: ModelsDeps, key: VerifiedKey, scope: RequestScope): Promise<Result<ListedModel[]>> {
+  const fromCatalogue = deps.catalogue.modelsFor(key);
+  return fromCatalogue ? Promise.resolve(fromCatalogue) : deps.policy.listModels(key, scope);
 }
 
 /** GET /v1/models. */
 export async function handleListModels(
-  deps: GatewayDeps,
+  deps: ModelsDeps,
   request: CallerRequest,
   query: Record<string, unknown>,
   setRateLimit: (window: RateLimitWindow) => void,
@@ -143,7 +131,7 @@ export async function handleListModels(
 
 /** GET /v1/models/{id}: 404 for a model the key may not use, as for one that does not exist. */
 export async function handleGetModel(
-  deps: GatewayDeps,
+  deps: ModelsDeps,
   request: CallerRequest,
   id: string,
   setRateLimit: (window: RateLimitWindow) => void,

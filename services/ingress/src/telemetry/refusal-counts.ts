@@ -1,11 +1,10 @@
 import type { GatewayError, Result } from '@gw/errors';
 import { Counter } from '@gw/telemetry';
 import type { Logger, Registry } from '@gw/telemetry';
-import type { Clients } from '../clients';
-import type { commonv1, meteringv1, MessageInitShape } from '@gw/proto';
+import type { MeteringClient } from '../clients/metering';
+import type { RefusalLine } from '../clients/metering';
+import type { VerifiedKey } from '../domain/key';
 import type { KeyVerifier, RequestScope } from '../pipeline/types';
-
-type RefusalLine = MessageInitShape<typeof meteringv1.KeyRefusalsSchema>;
 
 export interface RefusalCountsOptions {
   /** Sends one flush to metering. */
@@ -25,7 +24,7 @@ export interface RefusalCountsOptions {
  */
 export class RefusalCounts {
   private lines = new Map<string, RefusalLine>();
-  private readonly keysOfRequests = new WeakMap<RequestScope, commonv1.KeyContext>();
+  private readonly keysOfRequests = new WeakMap<RequestScope, VerifiedKey>();
   private timer: NodeJS.Timeout | undefined;
   private readonly now: () => Date;
 
@@ -93,14 +92,18 @@ export class RefusalCounts {
 const maxLines = 50_000;
 
 /** The refusal counts of this ingress, flushed to metering. */
-export function refusalCounts(clients: Clients, logger: Logger, registry: Registry): RefusalCounts {
+export function refusalCounts(
+  metering: Pick<MeteringClient, 'recordRefusals'>,
+  logger: Logger,
+  registry: Registry,
+): RefusalCounts {
   const dropped = new Counter({
     name: 'gateway_refusal_counts_dropped_total',
     help: 'Refusals not counted per key because the in-memory table between two flushes was full.',
     registers: [registry],
   });
   return new RefusalCounts({
-    send: (counts) => clients.metering.recordRefusals({ counts }),
+    send: (counts) => metering.recordRefusals(counts),
     maxLines,
     onFlushFailure: (error, lines) =>
       logger.warn({ error_type: error.type, lines }, 'refusal counts not sent to metering; kept for the next flush'),

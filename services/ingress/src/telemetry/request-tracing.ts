@@ -6,7 +6,9 @@ import type { GatewayError } from '@gw/errors';
 import { boundedAttribute, sampledTraceId, traceparentOf, tracingActive } from '@gw/telemetry';
 import type { Route, SettledRequest } from './edge-metrics';
 import { routeOf } from './edge-metrics';
-import type { UsageEventInit } from '../pipeline/types';
+import type { eventsv1, MessageInitShape } from '@gw/proto';
+
+type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;
 
 const tracer = trace.getTracer('@gw/ingress');
 

@@ -3,6 +3,7 @@ import { parseGatewayConfig } from '@gw/config';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { commonv1, create, policyv1 } from '@gw/proto';
+import { verifiedKey } from '../support/keys';
 import { createLogger } from '@gw/telemetry';
 import { waitUntil } from '@gw/testing';
 import { readFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ const snapshotOf = (source: Catalogue): Result<policyv1.WatchCatalogueResponse> 
   ok(create(policyv1.WatchCatalogueResponseSchema, { snapshot: snapshotMessage(source) }));
 
 const key = (privacyMode: commonv1.PrivacyMode, residency = commonv1.Residency.EU) =>
-  create(commonv1.KeyContextSchema, { keyId: 'key_1', accountId: 'acct_1', plan: 'pro', residency, privacyMode });
+  verifiedKey({ keyId: 'key_1', accountId: 'acct_1', plan: 'pro', residency, privacyMode });
 
 /** One subscription the test drives: it sends items, ends it, and sees whether the follower cancelled it. */
 class FakeSubscription {
@@ -108,18 +109,20 @@ describe('CatalogueFollower', () => {
     );
     // Exactly what policy.Authorize answers for mode off: the pools, and the body left as it is.
     expect(decided).toEqual(
-      ok(
-        create(policyv1.AuthorizeResponseSchema, {
-          pools: [
-            {
-              poolId: 'anthropic-uk-south',
-              jurisdiction: commonv1.Residency.UK,
-              region: 'uk-south',
-              upstreamModel: 'claude-sonnet-5',
-            },
-          ],
-        }),
-      ),
+      ok({
+        pools: [
+          create(policyv1.CandidatePoolSchema, {
+            poolId: 'anthropic-uk-south',
+            jurisdiction: commonv1.Residency.UK,
+            region: 'uk-south',
+            upstreamModel: 'claude-sonnet-5',
+          }),
+        ],
+        body: undefined,
+        privacyFlags: {},
+        placeholders: [],
+        placeholderNonce: '',
+      }),
     );
     expect(follower.authorizeWithoutBody(key(commonv1.PrivacyMode.OFF), 'claude-opus-5')).toEqual({
       ok: false,

@@ -1,5 +1,5 @@
 import { createNonce, createRestorer, restoreAll, tokenise } from '@gw/pii';
-import { privacyFlagsHeader } from '../../src/pipeline/messages';
+import { privacyFlagsHeader } from '../../src/domain/privacy-flags';
 import { restoreMessage, StreamRestoration } from '../../src/domain/restoration';
 import type { Restoration } from '../../src/domain/restoration';
 

@@ -1,19 +1,20 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
-import { commonv1, create } from '@gw/proto';
+import type { VerifiedKey } from '../../src/domain/key';
+import { verifiedKey } from '../support/keys';
 import { InFlightRequests } from '../../src/domain/in-flight';
 import { reverifyInFlight, reverifyUntilAnswered } from '../../src/domain/reverify';
 
-const keyContext = (keyId: string) => create(commonv1.KeyContextSchema, { keyId, accountId: 'acct_1', plan: 'pro' });
+const keyContext = (keyId: string) => verifiedKey({ keyId, accountId: 'acct_1', plan: 'pro' });
 const refusal = (reason: string) =>
   err(gatewayError('authentication_error', 'Invalid or missing API key.', { reason }));
 
 /** Auth as a table from presented key to answer, counting the questions. */
-function fakeAuth(answers: Record<string, Result<commonv1.KeyContext>>) {
+function fakeAuth(answers: Record<string, Result<VerifiedKey>>) {
   const asked: string[] = [];
   return {
     asked,
-    verifyWithAuth: async (presentedKey: string): Promise<Result<commonv1.KeyContext>> => {
+    verifyWithAuth: async (presentedKey: string): Promise<Result<VerifiedKey>> => {
       asked.push(presentedKey);
       return answers[presentedKey] ?? refusal('unknown');
     },
@@ -93,7 +94,7 @@ describe('reverifyUntilAnswered', () => {
   it('asks again while auth cannot answer, and ends the key once it can', async () => {
     const inFlight = new InFlightRequests();
     const request = register(inFlight, 'key_a', 'sk-a', 'req_1');
-    const answers: Result<commonv1.KeyContext>[] = [
+    const answers: Result<VerifiedKey>[] = [
       err(gatewayError('overloaded_error', 'key store out')),
       err(gatewayError('overloaded_error', 'key store out')),
       refusal('revoked'),

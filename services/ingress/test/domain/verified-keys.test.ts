@@ -1,14 +1,15 @@
-import { create } from '@bufbuild/protobuf';
 import { err, gatewayError, ok } from '@gw/errors';
-import { commonv1 } from '@gw/proto';
+import type { commonv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import type { Result } from '@gw/errors';
 import { VerifiedKeys } from '../../src/domain/verified-keys';
+import type { VerifiedKey } from '../../src/domain/key';
+import { verifiedKey } from '../support/keys';
 
 const key = (overrides: MessageInitShape<typeof commonv1.KeyContextSchema> = {}) =>
-  create(commonv1.KeyContextSchema, { keyId: 'key_1', accountId: 'acct_1', ...overrides });
+  verifiedKey({ keyId: 'key_1', accountId: 'acct_1', ...overrides });
 
-function setup(answer: () => Promise<Result<commonv1.KeyContext>> = () => Promise.resolve(ok(key()))) {
+function setup(answer: () => Promise<Result<VerifiedKey>> = () => Promise.resolve(ok(key()))) {
   let now = 1_000_000;
   const calls: string[] = [];
   const keys = new VerifiedKeys(

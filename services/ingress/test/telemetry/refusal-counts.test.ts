@@ -2,9 +2,9 @@ import { err, gatewayError, ok } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
 import type { KeyVerifier, RequestScope } from '../../src/pipeline/types';
 import { RefusalCounts } from '../../src/telemetry/refusal-counts';
+import { verifiedKey } from '../support/keys';
 
-const key = (keyId: string) =>
-  ({ keyId, accountId: 'acct_1', environment: commonv1.Environment.LIVE }) as commonv1.KeyContext;
+const key = (keyId: string) => verifiedKey({ keyId, accountId: 'acct_1', environment: commonv1.Environment.LIVE });
 
 function setup(maxLines = 100) {
   const sent: unknown[][] = [];

@@ -1,5 +1,5 @@
-import { billingPeriod, roundGbp, usageReportJson } from '../../src/pipeline/usage-report';
-import type { UsageReport } from '../../src/pipeline/usage-report';
+import { billingPeriod, roundGbp, usageReportJson } from '../../src/domain/usage-report';
+import type { UsageReport } from '../../src/domain/usage-report';
 
 describe('billingPeriod', () => {
   it('is the calendar month in UTC', () => {
