@@ -98,7 +98,7 @@ describe('relayEvent (the relay reducer)', () => {
 
   it('restores the originals through the stream restorer', () => {
     const streamRestoration = {
-      transform: (name: string, data: string) => [[name, data.replace('P1', 'Ada')] as const],
+      transform: (name: string, data: string) => [[name, data.replace('P1', 'Ada')] as [string, string]],
     };
     const { outputs } = fold([sse('content_block_delta', { text: 'P1' })], { ...plain, streamRestoration });
     expect(outputs).toEqual([{ kind: 'event', event: 'content_block_delta', data: '{"text":"Ada"}' }]);
