@@ -11,6 +11,8 @@ module.exports = {
     '<rootDir>/tools',
     // The Helm chart's offline tests (helm from deploy/install-helm.sh, no cluster).
     '<rootDir>/test/chart',
+    // The repository's own lint rules, proved on planted code.
+    '<rootDir>/test/lint',
   ],
   testMatch: ['**/test/**/*.test.ts'],
   testPathIgnorePatterns: [...base.testPathIgnorePatterns, '\\.int\\.test\\.ts$'],

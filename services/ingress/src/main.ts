@@ -20,20 +20,18 @@ import { BodyBudget, heldBodyBytesGauge } from '@gw/workers';
 import { BodyChecks } from './body-checks/body-checks';
 import { CatalogueFollower, catalogueStreamOf } from './catalogue/catalogue-snapshot';
 import { createClients, serviceClients } from './clients';
-import type { ServiceClients } from './clients';
 import { readIngressConfig } from './config';
 import type { IngressConfig } from './config';
-import { authorizeLocallyOrWithPolicy, policyDeadline } from './domain/authorization';
 import { InFlightRequests } from './domain/in-flight';
 import { LeaseKeeper } from './domain/leases';
 import { PlanBodyLimits } from './domain/plan-body-limits';
-import { restorationFor } from './domain/restoration';
 import { revocationHandling } from './domain/revocation-notices';
 import { VerifiedKeys } from './domain/verified-keys';
+import type { VerifyWithAuth } from './domain/verified-keys';
 import { createHttpServer } from './http/http-server';
-import type { AdmitDeps, RequestLog, SettleDeps } from './pipeline/types';
+import type { RequestLog, SettleDeps } from './pipeline/types';
+import { admitDeps, publicEndpoints } from './endpoints';
 import { createAdminApp, createPublicApp } from './server';
-import type { PublicEndpoints } from './server';
 import { createEdgeMetrics } from './telemetry/edge-metrics';
 import type { EdgeMetrics } from './telemetry/edge-metrics';
 import { leaseReports } from './telemetry/lease-reports';
@@ -116,51 +114,30 @@ function privacyFlagCounter(registry: Registry) {
   };
 }
 
-interface PipelineParts {
-  config: IngressConfig;
-  clients: ServiceClients;
-  keys: PublicEndpoints['messages']['keys'];
-  admit: AdmitDeps;
-  settle: Omit<SettleDeps, 'log'>;
-  leases: LeaseKeeper;
-  inFlight: InFlightRequests;
-  catalogue: CatalogueFollower;
-  log: RequestLog;
-  countPrivacyFlags: (counts: Record<string, number>) => void;
+function startBodyChecks(config: IngressConfig, logger: Logger): Promise<BodyChecks> {
+  return BodyChecks.start({
+    inlineMaxBytes: config.BODY_CHECK_INLINE_MAX_BYTES,
+    threads: config.BODY_CHECK_THREADS,
+    queuedPerAccount: config.BODY_CHECK_QUEUED_PER_ACCOUNT,
+    queuedTotal: config.BODY_CHECK_QUEUED_TOTAL,
+    script: join(__dirname, 'body-checks', 'body-check-thread.js'),
+    onThreadFailure: (failure) => logger.error(failure, 'a body check thread died; another took its place'),
+  });
 }
 
-/** Each public endpoint's dependencies, from the parts built once. */
-function publicEndpoints(parts: PipelineParts): PublicEndpoints {
-  const { clients, keys, admit, log, config } = parts;
-  const refusal = { quota: clients.quota };
-  const reserve = { quota: clients.quota, leases: parts.leases };
+/** How the public port reads requests and answers, from the configuration. */
+function publicEdgeOptions(config: IngressConfig, logger: Logger) {
   return {
-    messages: {
-      keys,
-      inFlight: parts.inFlight,
-      reserve,
-      admit,
-      refusal,
-      log,
-      relay: {
-        router: clients.router,
-        completionTimeoutMs: config.COMPLETION_TIMEOUT_MS,
-        countPrivacyFlags: parts.countPrivacyFlags,
-      },
-      settle: { ...parts.settle, log },
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    refusedUploadDiscard: {
+      maxBytes: config.REFUSED_UPLOAD_DISCARD_MAX_BYTES,
+      maxMs: config.REFUSED_UPLOAD_DISCARD_MAX_MS,
     },
-    countTokens: {
-      keys,
-      reserve,
-      admit,
-      refusal,
-      log,
-      router: clients.router,
-      countTokensTimeoutMs: config.COUNT_TOKENS_TIMEOUT_MS,
-    },
-    models: { keys, quota: clients.quota, catalogue: parts.catalogue, policy: clients.policy },
-    usage: { keys, quota: clients.quota, metering: clients.metering },
-    unknown: { keys, refusal },
+    bodyTimeouts: { idleMs: config.BODY_IDLE_TIMEOUT_MS, totalMs: config.BODY_TIMEOUT_MS },
+    ssePingIntervalMs: config.SSE_PING_INTERVAL_MS,
+    trustedProxies: config.TRUSTED_PROXIES,
+    rateLimitHeaderPrefix: config.RATE_LIMIT_HEADER_PREFIX,
+    logger,
   };
 }
 
@@ -204,16 +181,10 @@ void runOrExit(async () => {
   const usage = await startUsageRecording(config, logger, metrics.registry, gatewayConfig.edgeMetrics);
   const bodyBudget = new BodyBudget(config.BODY_BUFFER_MAX_BYTES);
   new Gauge({ ...heldBodyBytesGauge(bodyBudget), registers: [metrics.registry] });
-  const bodyChecks = await BodyChecks.start({
-    inlineMaxBytes: config.BODY_CHECK_INLINE_MAX_BYTES,
-    threads: config.BODY_CHECK_THREADS,
-    queuedPerAccount: config.BODY_CHECK_QUEUED_PER_ACCOUNT,
-    queuedTotal: config.BODY_CHECK_QUEUED_TOTAL,
-    script: join(__dirname, 'body-checks', 'body-check-thread.js'),
-    onThreadFailure: (failure) => logger.error(failure, 'a body check thread died; another took its place'),
-  });
+  const bodyChecks = await startBodyChecks(config, logger);
   const inFlight = new InFlightRequests();
-  const keys = new VerifiedKeys((key, address, scope) => clients.auth.verifyKey(key, address, scope), {
+  const verifyWithAuth: VerifyWithAuth = (key, address, scope) => clients.auth.verifyKey(key, address, scope);
+  const keys = new VerifiedKeys(verifyWithAuth, {
     ttlMs: config.KEY_CACHE_TTL_MS,
     maxEntries: config.KEY_CACHE_MAX_ENTRIES,
   });
@@ -226,24 +197,13 @@ void runOrExit(async () => {
   const stopping = new AbortController();
   const revocations = await subscribeToNotices(
     config.REDIS_URL,
-    revocationHandling({ keys, inFlight, auth: clients.auth, logger, stopping: stopping.signal }),
+    revocationHandling({ keys, inFlight, verifyWithAuth, logger, stopping: stopping.signal }),
   );
   const endpoints = publicEndpoints({
     config,
     clients,
     keys: refusals.watch(keys),
-    admit: {
-      bodyLimitFor: (plan) => gatewayConfig.planBodyLimits.limitFor(plan),
-      checkBody: (kind, raw, account) => bodyChecks.check(kind, raw, account),
-      authorize: authorizeLocallyOrWithPolicy(
-        (key, model) => catalogue.authorizeWithoutBody(key, model),
-        clients.policy.authorize,
-        policyDeadline(config.CONTROL_CALL_TIMEOUT_MS, config.POLICY_CALL_MS_PER_BODY_MIB),
-      ),
-      billingUnavailable: usage.billingUnavailable,
-      quota: clients.quota,
-      restorationFor,
-    },
+    admit: admitDeps(config, { ...gatewayConfig, bodyChecks, catalogue, clients, usage }),
     settle: usage.settle,
     leases,
     inFlight,
@@ -257,19 +217,10 @@ void runOrExit(async () => {
     requestTimeoutMs: config.HEADERS_TIMEOUT_MS + config.BODY_TIMEOUT_MS,
   };
   const publicApp = createPublicApp(endpoints, {
+    ...publicEdgeOptions(config, logger),
     ready,
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    refusedUploadDiscard: {
-      maxBytes: config.REFUSED_UPLOAD_DISCARD_MAX_BYTES,
-      maxMs: config.REFUSED_UPLOAD_DISCARD_MAX_MS,
-    },
-    bodyTimeouts: { idleMs: config.BODY_IDLE_TIMEOUT_MS, totalMs: config.BODY_TIMEOUT_MS },
     bodyBudget,
-    ssePingIntervalMs: config.SSE_PING_INTERVAL_MS,
-    trustedProxies: config.TRUSTED_PROXIES,
-    rateLimitHeaderPrefix: config.RATE_LIMIT_HEADER_PREFIX,
     metrics: gatewayConfig.edgeMetrics,
-    logger,
     refusals,
   });
   const publicServer = createHttpServer(publicApp, receiveBounds);

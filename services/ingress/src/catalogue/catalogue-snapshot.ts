@@ -7,7 +7,7 @@ import { commonv1 } from '@gw/proto';
 import type { policyv1 } from '@gw/proto';
 import type { Logger } from '@gw/telemetry';
 import type { Clients } from '../clients';
-import type { ListedModel } from '../clients/policy';
+import type { ListedModel } from '../domain/models';
 import type { Authorization } from '../domain/authorization';
 import type { VerifiedKey } from '../domain/key';
 

@@ -2,25 +2,12 @@ import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { meteringv1, MessageInitShape } from '@gw/proto';
 import type { VerifiedKey } from '../domain/key';
+import type { ModelUsage, PeriodUsage } from '../domain/period-usage';
 import { callScope } from '../domain/request-scope';
 import type { RequestScope } from '../domain/request-scope';
 import type { Clients } from './connections';
 import { ReplyDecoder } from './reply';
 import type { MalformedReplies } from './reply';
-
-/** An account's use of one model in a billing period. */
-export interface ModelUsage {
-  model: string;
-  requests: number;
-  billableTokens: number;
-  /** Exact cost in pounds sterling, a decimal string (rounded at the edge). */
-  costGbp: string;
-}
-
-export interface PeriodUsage {
-  billableTokens: number;
-  byModel: ModelUsage[];
-}
 
 export type RefusalLine = MessageInitShape<typeof meteringv1.KeyRefusalsSchema>;
 

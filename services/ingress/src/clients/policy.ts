@@ -3,18 +3,12 @@ import type { Result } from '@gw/errors';
 import type { policyv1 } from '@gw/proto';
 import type { Authorization } from '../domain/authorization';
 import type { VerifiedKey } from '../domain/key';
+import type { ListedModel } from '../domain/models';
 import { callScope } from '../domain/request-scope';
 import type { RequestScope } from '../domain/request-scope';
 import type { Clients } from './connections';
 import { ReplyDecoder } from './reply';
 import type { MalformedReplies } from './reply';
-
-/** A model a key may use, as policy lists it. */
-export interface ListedModel {
-  id: string;
-  displayName: string;
-  createdAtUnixMs: number;
-}
 
 /** What the request path asks policy (the catalogue subscription is the CatalogueFollower's). */
 export interface PolicyClient {

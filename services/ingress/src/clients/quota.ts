@@ -1,39 +1,14 @@
 import { ok } from '@gw/errors';
-import type { RateLimitWindow, Result } from '@gw/errors';
+import type { Result } from '@gw/errors';
 import type { quotav1 } from '@gw/proto';
 import type { VerifiedKey } from '../domain/key';
+import type { AccountLimits, Admitted, Lease, Standing } from '../domain/limits';
 import type { LeaseCalls, LeaseRef } from '../domain/leases';
 import { callScope } from '../domain/request-scope';
 import type { RequestScope } from '../domain/request-scope';
 import type { Clients } from './connections';
 import { ReplyDecoder } from './reply';
 import type { MalformedReplies } from './reply';
-
-/** The numbers in force for an account: its plan's, with the account's overrides. */
-export interface AccountLimits {
-  requestsPerMinute: number;
-  concurrency: number;
-  monthlyTokens: number;
-  overage: boolean;
-}
-
-/** A concurrency lease quota holds, how long it lives without a renewal, and the window it saw. */
-export interface Lease {
-  leaseId: string;
-  leaseTtlMs: number;
-  window: RateLimitWindow;
-}
-
-/** An admitted request's lease, window (counted) and the limits the decision used. */
-export interface Admitted extends Lease {
-  limits: AccountLimits | undefined;
-}
-
-/** Where an account stands, charging nothing. */
-export interface Standing {
-  window: RateLimitWindow;
-  limits: AccountLimits;
-}
 
 /** What the request path asks quota. */
 export interface QuotaClient extends LeaseCalls {

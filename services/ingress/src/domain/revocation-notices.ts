@@ -1,15 +1,14 @@
 import type { RevocationNotice } from '@gw/revocations';
 import type { Logger } from '@gw/telemetry';
-import type { AuthClient } from '../clients/auth';
 import type { InFlightRequests } from './in-flight';
 import { reverifyUntilAnswered } from './reverify';
-import type { VerifiedKeys } from './verified-keys';
+import type { VerifiedKeys, VerifyWithAuth } from './verified-keys';
 
 export interface RevocationHandlingDeps {
   keys: Pick<VerifiedKeys, 'dropKey' | 'dropAccount' | 'setEnabled'>;
   inFlight: InFlightRequests;
   /** Auth itself, never the key cache: asked again about the keys in flight after the channel was down. */
-  auth: Pick<AuthClient, 'verifyKey'>;
+  verifyWithAuth: VerifyWithAuth;
   logger: Logger;
   /** Aborted at shutdown: no further re-verification pass. */
   stopping: AbortSignal;
@@ -37,7 +36,7 @@ export function revocationHandling(deps: RevocationHandlingDeps) {
       void reverifyUntilAnswered(
         {
           inFlight,
-          verifyWithAuth: (key, address, scope) => deps.auth.verifyKey(key, address, scope),
+          verifyWithAuth: deps.verifyWithAuth,
           concurrency: 16,
         },
         { attempts: 30, retryDelayMs: 1_000, signal: deps.stopping },

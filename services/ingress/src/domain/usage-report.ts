@@ -1,6 +1,6 @@
 import { commonv1 } from '@gw/proto';
-import type { PeriodUsage } from '../clients/metering';
-import type { Standing } from '../clients/quota';
+import type { PeriodUsage } from './period-usage';
+import type { Standing } from './limits';
 import type { VerifiedKey } from './key';
 
 /** The usage report of GET /v1/usage, field for field. */

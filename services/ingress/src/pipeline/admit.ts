@@ -2,7 +2,7 @@ import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
 import type { BodyKind } from '../body-checks/body-checks';
-import type { AccountLimits } from '../clients/quota';
+import type { AccountLimits } from '../domain/limits';
 import type { Authorization } from '../domain/authorization';
 import { isLive } from '../domain/key';
 import type { VerifiedKey } from '../domain/key';

@@ -102,14 +102,8 @@ const addedBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 /** The OpenTelemetry GenAI conventions' advised buckets for token counts. */
 const tokenUsageBuckets = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 
-/** Every series of a fixed label set exists from the start, so that rates and alerts see zeros, not gaps. */
-export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOptions): EdgeMetrics {
-  const registers = [registry];
-  const models = new Set(options.models);
-  const regions = new Set(options.regions);
-  const modelLabel = (model: string) => (models.has(model) ? model : other);
-  const regionLabel = (region: string) => (regions.has(region) ? region : other);
-
+/** The public requests: counted, timed and in flight, by route. */
+function httpMetrics(registers: Registry[]) {
   const requests = new Counter({
     name: 'gateway_http_requests_total',
     help: 'Public HTTP requests answered, by route, method, status and error type (none for success).',
@@ -129,6 +123,11 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     labelNames: ['route'],
     registers,
   });
+  return { requests, duration, inFlight };
+}
+
+/** Completions: time to first token, the gateway's added latency, tokens, and the usage events' stages. */
+function completionMetrics(registers: Registry[]) {
   const firstToken = new Histogram({
     name: 'gateway_time_to_first_token_seconds',
     help: 'Time from a streamed request arriving to its first content_block_delta written, by model and region.',
@@ -149,6 +148,18 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     labelNames: ['model', 'kind', 'environment'],
     registers,
   });
+  const usageCapped = new Counter({ ...usageCappedMetric, registers });
+  const usageEvents = new Counter({
+    name: 'gateway_usage_events_total',
+    help: 'Usage events by stage: handed to the spool, durable on its disk, acknowledged by Kafka.',
+    labelNames: ['stage'],
+    registers,
+  });
+  return { firstToken, added, tokens, usageCapped, usageEvents };
+}
+
+/** Refusals by kind: the limits, residency, and keys that did not verify. */
+function refusalMetrics(registers: Registry[]) {
   const limitRefusals = new Counter({
     name: 'gateway_limit_refusals_total',
     help: 'Requests refused by the account limits, by kind.',
@@ -167,13 +178,11 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     labelNames: ['reason'],
     registers,
   });
-  const usageCapped = new Counter({ ...usageCappedMetric, registers });
-  const usageEvents = new Counter({
-    name: 'gateway_usage_events_total',
-    help: 'Usage events by stage: handed to the spool, durable on its disk, acknowledged by Kafka.',
-    labelNames: ['stage'],
-    registers,
-  });
+  return { limitRefusals, residencyRefusals, authFailures };
+}
+
+/** The OpenTelemetry GenAI conventions' server metrics. */
+function genAiMetrics(registers: Registry[]) {
   const genAiDuration = new Histogram({
     name: 'gen_ai_server_request_duration_seconds',
     help: 'OpenTelemetry GenAI gen_ai.server.request.duration of /v1/messages requests that reached the relay.',
@@ -196,38 +205,30 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     registers,
   });
 
-  const inFlightByRoute = new Map(routes.map((route) => [route, inFlight.labels({ route })]));
-  for (const child of inFlightByRoute.values()) child.set(0);
-  const durationByRoute = new Map(
-    routes.map((route) => [
-      route,
-      { streamed: duration.labels({ route, streamed: 'true' }), whole: duration.labels({ route, streamed: 'false' }) },
-    ]),
-  );
-  const limitByKind = new Map(limitKinds.map((kind) => [kind as string, limitRefusals.labels({ kind })]));
-  const authByReason = new Map(authFailureReasons.map((reason) => [reason as string, authFailures.labels({ reason })]));
-  const residencyByTier = new Map(residencyTiers.map((tier) => [tier as string, residencyRefusals.labels({ tier })]));
-  for (const tier of residencyTiers) added.zero({ tier });
-  const addedByTier = new Map(residencyTiers.map((tier) => [tier as string, added.labels({ tier })]));
-  const [handed, durable, acknowledged] = (['handed', 'durable', 'acknowledged'] as const).map((stage) =>
-    usageEvents.labels({ stage }),
-  );
-  for (const child of [...limitByKind.values(), ...authByReason.values(), ...residencyByTier.values()]) child.inc(0);
-  for (const child of [handed!, durable!, acknowledged!]) child.inc(0);
+  return { genAiDuration, genAiFirstToken, genAiTokens };
+}
 
-  type TokenKind = (typeof tokenKinds)[number];
-  /** The children of one model label, made once: a settled request observes them without building labels. */
-  interface ModelChildren {
-    tokens: Record<Environment, Record<TokenKind, Counter.Internal>>;
-    genAiInput: Histogram.Internal<string>;
-    genAiOutput: Histogram.Internal<string>;
-    genAiFirstToken: Histogram.Internal<string>;
-    /** By error type (`none` for success), and by region label: made on first use, bounded like the labels. */
-    genAiDuration: Map<string, Histogram.Internal<string>>;
-    firstToken: Map<string, Histogram.Internal<string>>;
-  }
+type TokenKind = (typeof tokenKinds)[number];
+
+/** The children of one model label, made once: a settled request observes them without building labels. */
+interface ModelChildren {
+  tokens: Record<Environment, Record<TokenKind, Counter.Internal>>;
+  genAiInput: Histogram.Internal<string>;
+  genAiOutput: Histogram.Internal<string>;
+  genAiFirstToken: Histogram.Internal<string>;
+  /** By error type (`none` for success), and by region label: made on first use, bounded like the labels. */
+  genAiDuration: Map<string, Histogram.Internal<string>>;
+  firstToken: Map<string, Histogram.Internal<string>>;
+}
+
+/** The children of each model label, made on first use and kept. */
+function modelChildrenCache(
+  tokens: Counter<string>,
+  genAiTokens: Histogram<string>,
+  genAiFirstToken: Histogram<string>,
+): (model: string) => ModelChildren {
   const byModel = new Map<string, ModelChildren>();
-  const childrenOf = (model: string): ModelChildren => {
+  return (model) => {
     let children = byModel.get(model);
     if (children === undefined) {
       const byKind = (environment: Environment) =>
@@ -251,18 +252,54 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
     }
     return children;
   };
-  const childIn = <T extends string>(
-    children: Map<string, Histogram.Internal<T>>,
-    key: string,
-    make: () => Histogram.Internal<T>,
-  ) => {
-    let child = children.get(key);
-    if (child === undefined) {
-      child = make();
-      children.set(key, child);
-    }
-    return child;
-  };
+}
+
+/** The child of a histogram for one key, made on first use. */
+function childIn<T extends string>(
+  children: Map<string, Histogram.Internal<T>>,
+  key: string,
+  make: () => Histogram.Internal<T>,
+) {
+  let child = children.get(key);
+  if (child === undefined) {
+    child = make();
+    children.set(key, child);
+  }
+  return child;
+}
+
+/** Every series of a fixed label set exists from the start, so that rates and alerts see zeros, not gaps. */
+export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOptions): EdgeMetrics {
+  const models = new Set(options.models);
+  const regions = new Set(options.regions);
+  const modelLabel = (model: string) => (models.has(model) ? model : other);
+  const regionLabel = (region: string) => (regions.has(region) ? region : other);
+
+  const registers = [registry];
+  const { requests, duration, inFlight } = httpMetrics(registers);
+  const { firstToken, added, tokens, usageCapped, usageEvents } = completionMetrics(registers);
+  const { limitRefusals, residencyRefusals, authFailures } = refusalMetrics(registers);
+  const { genAiDuration, genAiFirstToken, genAiTokens } = genAiMetrics(registers);
+  const inFlightByRoute = new Map(routes.map((route) => [route, inFlight.labels({ route })]));
+  for (const child of inFlightByRoute.values()) child.set(0);
+  const durationByRoute = new Map(
+    routes.map((route) => [
+      route,
+      { streamed: duration.labels({ route, streamed: 'true' }), whole: duration.labels({ route, streamed: 'false' }) },
+    ]),
+  );
+  const limitByKind = new Map(limitKinds.map((kind) => [kind as string, limitRefusals.labels({ kind })]));
+  const authByReason = new Map(authFailureReasons.map((reason) => [reason as string, authFailures.labels({ reason })]));
+  const residencyByTier = new Map(residencyTiers.map((tier) => [tier as string, residencyRefusals.labels({ tier })]));
+  for (const tier of residencyTiers) added.zero({ tier });
+  const addedByTier = new Map(residencyTiers.map((tier) => [tier as string, added.labels({ tier })]));
+  const [handed, durable, acknowledged] = (['handed', 'durable', 'acknowledged'] as const).map((stage) =>
+    usageEvents.labels({ stage }),
+  );
+  for (const child of [...limitByKind.values(), ...authByReason.values(), ...residencyByTier.values()]) child.inc(0);
+  for (const child of [handed!, durable!, acknowledged!]) child.inc(0);
+
+  const childrenOf = modelChildrenCache(tokens, genAiTokens, genAiFirstToken);
   for (const model of [...models, other]) childrenOf(model);
 
   return {

@@ -1,5 +1,5 @@
-import { pageQuery, paginate } from '../../src/pipeline/models';
-import type { ModelObject } from '../../src/pipeline/models';
+import { pageQuery, paginate } from '../../src/domain/models';
+import type { ModelObject } from '../../src/domain/models';
 
 const models: ModelObject[] = ['m5', 'm4', 'm3', 'm2', 'm1'].map((id) => ({
   type: 'model',
