@@ -148,12 +148,7 @@ function grpcTarget(client: QuotaCalls, { reserved = false } = {}): DecisionTarg
 }
 
 /** Runs one target at each concurrency: warm-up, then the measured decisions, a row each in the table. */
-function caseRunner(
-  settings: z.infer<typeof schema>,
-  run: string,
-  bounds: Bounds,
-  results: CaseResult[],
-) {
+function caseRunner(settings: z.infer<typeof schema>, run: string, bounds: Bounds, results: CaseResult[]) {
   return async (name: string, target: DecisionTarget, serviceCpu?: CpuClock): Promise<void> => {
     for (const concurrency of settings.BENCH_CONCURRENCY) {
       if (bounds.stopped()) return;
