@@ -3,6 +3,11 @@ import type { Result } from '@gw/errors';
 import type { VerifiedKey } from './key';
 import type { RequestScope } from './request-scope';
 
+/** Verifies a presented key (from a cache kept exact by the revocation channel, else from auth). */
+export interface KeyVerifier {
+  verify(presentedKey: string, sourceAddress: string, scope: RequestScope): Promise<Result<VerifiedKey>>;
+}
+
 /** Asks the auth service; the cache's source of truth. */
 export type VerifyWithAuth = (
   presentedKey: string,

@@ -5,13 +5,14 @@ import type { QuotaClient } from '../clients/quota';
 import type { RouterClient } from '../clients/router';
 import type { Authorize } from '../domain/authorization';
 import type { InFlightRequests } from '../domain/in-flight';
-import type { VerifiedKey } from '../domain/key';
 import type { LeaseKeeper } from '../domain/leases';
+import type { KeyVerifier } from '../domain/verified-keys';
 import type { RequestScope } from '../domain/request-scope';
 import type { Restoration } from '../domain/restoration';
 import type { SettledRequest } from '../telemetry/edge-metrics';
 
 export type { RequestScope } from '../domain/request-scope';
+export type { KeyVerifier } from '../domain/verified-keys';
 export { callScope } from '../domain/request-scope';
 
 /** One request as the HTTP edge hands it over. */
@@ -58,11 +59,6 @@ export interface ResponseSink {
 }
 
 export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;
-
-/** Verifies a presented key (from a cache kept exact by the revocation channel, else from auth). */
-export interface KeyVerifier {
-  verify(presentedKey: string, sourceAddress: string, scope: RequestScope): Promise<Result<VerifiedKey>>;
-}
 
 /** The request log: one structured line per request, and the gateway's own failures. */
 export interface RequestLog {

@@ -4,7 +4,8 @@ import type { Logger, Registry } from '@gw/telemetry';
 import type { MeteringClient } from '../clients/metering';
 import type { RefusalLine } from '../clients/metering';
 import type { VerifiedKey } from '../domain/key';
-import type { KeyVerifier, RequestScope } from '../pipeline/types';
+import type { RequestScope } from '../domain/request-scope';
+import type { KeyVerifier } from '../domain/verified-keys';
 
 export interface RefusalCountsOptions {
   /** Sends one flush to metering. */
