@@ -15,6 +15,8 @@ module.exports = {
     '<rootDir>/test/images',
     // The dashboard's components, rendered to HTML with preact-render-to-string (no browser: test/e2e has that).
     '<rootDir>/dashboard',
+    // The repository's own lint rules, proved on planted code.
+    '<rootDir>/test/lint',
   ],
   testMatch: ['**/test/**/*.test.ts', '**/test/**/*.test.tsx'],
   transform: {

@@ -30,21 +30,163 @@ function AdminKeyForm(props: { client: AdminClient; account: Account; onCreated:
 
 type Panel = { kind: 'limits' | 'admin-key'; accountId: string };
 
-/** The operator's view: every account, and what only the operator may change. */
-export function AccountsPage(props: { client: AdminClient; onOpen: (account: Account) => void }) {
-  const { client } = props;
-  const [accounts, setAccounts] = useState<Account[]>([]);
-  const [error, setError] = useState<string>();
+type AccountFilters = { q: string; status: string };
+
+/** A new account: its name and plan; the API's refusal is shown beside the field it names. */
+function CreateAccountForm(props: {
+  client: AdminClient;
+  onCreated: (account: Account) => void;
+  onError: (message: string | undefined) => void;
+}) {
   const [name, setName] = useState('');
   const [plan, setPlan] = useState('');
   const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
-  const [panel, setPanel] = useState<Panel>();
-  const [confirmation, setConfirmation] = useState<Confirmation>();
-  const [adminKey, setAdminKey] = useState<CreatedAdminKey>();
-  const [showAudit, setShowAudit] = useState(false);
+  const create = (event: Event) => {
+    event.preventDefault();
+    props.onError(undefined);
+    setFieldError(undefined);
+    props.client.createAccount(name, plan).then(
+      (created) => {
+        props.onCreated(created);
+        setName('');
+        setPlan('');
+      },
+      (failure: Error) => {
+        if (failure instanceof AdminApiError && (failure.field === 'name' || failure.field === 'plan')) {
+          setFieldError({ field: failure.field, message: failure.message });
+        } else props.onError(failure.message);
+      },
+    );
+  };
+  return (
+    <form class="inline-form" onSubmit={create} data-testid="create-account">
+      <label>
+        name
+        <input name="account-name" required value={name} onInput={(event) => setName(event.currentTarget.value)} />
+        <FieldError error={fieldError} field="name" />
+      </label>
+      <label>
+        plan
+        <input name="account-plan" required value={plan} onInput={(event) => setPlan(event.currentTarget.value)} />
+        <FieldError error={fieldError} field="plan" />
+      </label>
+      <button type="submit">Create account</button>
+    </form>
+  );
+}
 
-  const [filters, setFilters] = useState({ q: '', status: '' });
+/** Search by name or id, and the status filter. */
+function AccountsToolbar(props: { filters: AccountFilters; onFilters: (filters: AccountFilters) => void }) {
+  const { filters } = props;
   const [search, setSearch] = useState('');
+  return (
+    <div class="toolbar">
+      <form
+        class="search"
+        role="search"
+        onSubmit={(event) => {
+          event.preventDefault();
+          props.onFilters({ ...filters, q: search.trim() });
+        }}
+      >
+        <label>
+          search
+          <input
+            name="account-search"
+            type="search"
+            placeholder="name or id"
+            value={search}
+            onInput={(event) => setSearch(event.currentTarget.value)}
+          />
+        </label>
+        <button type="submit" class="secondary">
+          Search
+        </button>
+      </form>
+      <label>
+        status
+        <select
+          name="account-status-filter"
+          value={filters.status}
+          onChange={(event) => props.onFilters({ ...filters, status: event.currentTarget.value })}
+        >
+          <option value="">all</option>
+          <option value="active">active</option>
+          <option value="suspended">suspended</option>
+        </select>
+      </label>
+    </div>
+  );
+}
+
+/** One account, with the operator's actions on it. */
+function AccountRow(props: {
+  account: Account;
+  onOpen: () => void;
+  onSuspend: () => void;
+  onPanel: (kind: Panel['kind']) => void;
+}) {
+  const { account } = props;
+  return (
+    <tr data-account-id={account.id}>
+      <td class="name">
+        <a
+          href="#"
+          onClick={(event) => {
+            event.preventDefault();
+            props.onOpen();
+          }}
+        >
+          {account.name}
+        </a>
+      </td>
+      <td>
+        <code>{account.id}</code>
+      </td>
+      <td>{account.plan}</td>
+      <td class={`status ${account.status}`}>{account.status}</td>
+      <td>
+        <Timestamp iso={account.created_at} />
+      </td>
+      <td class="actions">
+        <button type="button" onClick={props.onSuspend}>
+          {account.status === 'active' ? 'Suspend' : 'Resume'}
+        </button>
+        <button type="button" onClick={() => props.onPanel('limits')}>
+          Limits
+        </button>
+        <button type="button" onClick={() => props.onPanel('admin-key')}>
+          Admin key
+        </button>
+      </td>
+    </tr>
+  );
+}
+
+/** Below an account's row: its limits editor, or the form of a new admin key. */
+function AccountPanel(props: {
+  client: AdminClient;
+  account: Account;
+  kind: Panel['kind'];
+  onSaved: (account: Account) => void;
+  onAdminKey: (key: CreatedAdminKey) => void;
+}) {
+  return (
+    <tr>
+      <td colSpan={6}>
+        {props.kind === 'limits' ? (
+          <LimitsEditor client={props.client} account={props.account} onSaved={props.onSaved} />
+        ) : (
+          <AdminKeyForm client={props.client} account={props.account} onCreated={props.onAdminKey} />
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** The accounts matching the filters, a page at a time: loaded again when the filters change. */
+function useAccountPages(client: AdminClient, filters: AccountFilters, setError: (message?: string) => void) {
+  const [accounts, setAccounts] = useState<Account[]>([]);
   const [nextAfter, setNextAfter] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);
   const load = (after = '') => {
@@ -65,25 +207,22 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
   useEffect(() => {
     void load();
   }, [client, filters]);
+  return { accounts, setAccounts, nextAfter, loading, load };
+}
+
+/** The operator's view: every account, and what only the operator may change. */
+export function AccountsPage(props: { client: AdminClient; onOpen: (account: Account) => void }) {
+  const { client } = props;
+  const [error, setError] = useState<string>();
+  const [panel, setPanel] = useState<Panel>();
+  const [confirmation, setConfirmation] = useState<Confirmation>();
+  const [adminKey, setAdminKey] = useState<CreatedAdminKey>();
+  const [showAudit, setShowAudit] = useState(false);
+
+  const [filters, setFilters] = useState<AccountFilters>({ q: '', status: '' });
+  const { accounts, setAccounts, nextAfter, loading, load } = useAccountPages(client, filters, setError);
 
   const replace = (changed: Account) => setAccounts(accounts.map((each) => (each.id === changed.id ? changed : each)));
-  const create = (event: Event) => {
-    event.preventDefault();
-    setError(undefined);
-    setFieldError(undefined);
-    client.createAccount(name, plan).then(
-      (created) => {
-        setAccounts([created, ...accounts]);
-        setName('');
-        setPlan('');
-      },
-      (failure: Error) => {
-        if (failure instanceof AdminApiError && (failure.field === 'name' || failure.field === 'plan')) {
-          setFieldError({ field: failure.field, message: failure.message });
-        } else setError(failure.message);
-      },
-    );
-  };
   const askSuspend = (account: Account, suspended: boolean) =>
     setConfirmation({
       message: suspended
@@ -100,55 +239,12 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
         Audit log of every account
       </button>
       {showAudit ? <AuditPanel client={client} accountId="" /> : null}
-      <form class="inline-form" onSubmit={create} data-testid="create-account">
-        <label>
-          name
-          <input name="account-name" required value={name} onInput={(event) => setName(event.currentTarget.value)} />
-          <FieldError error={fieldError} field="name" />
-        </label>
-        <label>
-          plan
-          <input name="account-plan" required value={plan} onInput={(event) => setPlan(event.currentTarget.value)} />
-          <FieldError error={fieldError} field="plan" />
-        </label>
-        <button type="submit">Create account</button>
-      </form>
-      <div class="toolbar">
-        <form
-          class="search"
-          role="search"
-          onSubmit={(event) => {
-            event.preventDefault();
-            setFilters({ ...filters, q: search.trim() });
-          }}
-        >
-          <label>
-            search
-            <input
-              name="account-search"
-              type="search"
-              placeholder="name or id"
-              value={search}
-              onInput={(event) => setSearch(event.currentTarget.value)}
-            />
-          </label>
-          <button type="submit" class="secondary">
-            Search
-          </button>
-        </form>
-        <label>
-          status
-          <select
-            name="account-status-filter"
-            value={filters.status}
-            onChange={(event) => setFilters({ ...filters, status: event.currentTarget.value })}
-          >
-            <option value="">all</option>
-            <option value="active">active</option>
-            <option value="suspended">suspended</option>
-          </select>
-        </label>
-      </div>
+      <CreateAccountForm
+        client={client}
+        onCreated={(created) => setAccounts([created, ...accounts])}
+        onError={setError}
+      />
+      <AccountsToolbar filters={filters} onFilters={setFilters} />
       <ErrorNote message={error} />
       {adminKey ? (
         <ShownOnce
@@ -173,62 +269,26 @@ export function AccountsPage(props: { client: AdminClient; onOpen: (account: Acc
           <tbody>
             {accounts.map((account) => (
               <Fragment key={account.id}>
-                <tr data-account-id={account.id}>
-                  <td class="name">
-                    <a
-                      href="#"
-                      onClick={(event) => {
-                        event.preventDefault();
-                        props.onOpen(account);
-                      }}
-                    >
-                      {account.name}
-                    </a>
-                  </td>
-                  <td>
-                    <code>{account.id}</code>
-                  </td>
-                  <td>{account.plan}</td>
-                  <td class={`status ${account.status}`}>{account.status}</td>
-                  <td>
-                    <Timestamp iso={account.created_at} />
-                  </td>
-                  <td class="actions">
-                    <button type="button" onClick={() => askSuspend(account, account.status === 'active')}>
-                      {account.status === 'active' ? 'Suspend' : 'Resume'}
-                    </button>
-                    <button type="button" onClick={() => setPanel({ kind: 'limits', accountId: account.id })}>
-                      Limits
-                    </button>
-                    <button type="button" onClick={() => setPanel({ kind: 'admin-key', accountId: account.id })}>
-                      Admin key
-                    </button>
-                  </td>
-                </tr>
+                <AccountRow
+                  account={account}
+                  onOpen={() => props.onOpen(account)}
+                  onSuspend={() => askSuspend(account, account.status === 'active')}
+                  onPanel={(kind) => setPanel({ kind, accountId: account.id })}
+                />
                 {panel?.accountId === account.id ? (
-                  <tr>
-                    <td colSpan={6}>
-                      {panel.kind === 'limits' ? (
-                        <LimitsEditor
-                          client={client}
-                          account={account}
-                          onSaved={(saved) => {
-                            replace(saved);
-                            setPanel(undefined);
-                          }}
-                        />
-                      ) : (
-                        <AdminKeyForm
-                          client={client}
-                          account={account}
-                          onCreated={(created) => {
-                            setAdminKey(created);
-                            setPanel(undefined);
-                          }}
-                        />
-                      )}
-                    </td>
-                  </tr>
+                  <AccountPanel
+                    client={client}
+                    account={account}
+                    kind={panel.kind}
+                    onSaved={(saved) => {
+                      replace(saved);
+                      setPanel(undefined);
+                    }}
+                    onAdminKey={(created) => {
+                      setAdminKey(created);
+                      setPanel(undefined);
+                    }}
+                  />
                 ) : null}
               </Fragment>
             ))}

@@ -46,6 +46,56 @@ function CreateAdminKeyForm(props: {
   );
 }
 
+/** The admin keys of an account, one row each, with a revoke button for those still usable. */
+function AdminKeysTable(props: { keys: AdminKey[]; onRevoke: (key: AdminKey) => void }) {
+  return (
+    <TableScroll label="admin keys">
+      <table data-testid="admin-keys-table">
+        <thead>
+          <tr>
+            <th>name</th>
+            <th>prefix</th>
+            <th>status</th>
+            <th>expires</th>
+            <th>last used</th>
+            <th>created</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {props.keys.map((key) => (
+            <tr key={key.id} data-admin-key-id={key.id}>
+              <td class="name">{key.name}</td>
+              <td>
+                <code>{key.display_prefix}…</code>
+              </td>
+              <td class={`status ${key.status}`} data-testid="admin-key-status">
+                {key.status}
+              </td>
+              <td>
+                <Timestamp iso={key.expires_at} none="never" />
+              </td>
+              <td>
+                <Timestamp iso={key.last_used_at} />
+              </td>
+              <td>
+                <Timestamp iso={key.created_at} />
+              </td>
+              <td class="actions">
+                {key.status === 'revoked' ? null : (
+                  <button type="button" class="danger" onClick={() => props.onRevoke(key)}>
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
 /** An account's admin keys: who can manage it, when each was last used, revocation at once. */
 export function AdminKeysPanel(props: {
   client: AdminClient;
@@ -99,50 +149,7 @@ export function AdminKeysPanel(props: {
         />
       ) : null}
       <ErrorNote message={error} />
-      <TableScroll label="admin keys">
-        <table data-testid="admin-keys-table">
-          <thead>
-            <tr>
-              <th>name</th>
-              <th>prefix</th>
-              <th>status</th>
-              <th>expires</th>
-              <th>last used</th>
-              <th>created</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((key) => (
-              <tr key={key.id} data-admin-key-id={key.id}>
-                <td class="name">{key.name}</td>
-                <td>
-                  <code>{key.display_prefix}…</code>
-                </td>
-                <td class={`status ${key.status}`} data-testid="admin-key-status">
-                  {key.status}
-                </td>
-                <td>
-                  <Timestamp iso={key.expires_at} none="never" />
-                </td>
-                <td>
-                  <Timestamp iso={key.last_used_at} />
-                </td>
-                <td>
-                  <Timestamp iso={key.created_at} />
-                </td>
-                <td class="actions">
-                  {key.status === 'revoked' ? null : (
-                    <button type="button" class="danger" onClick={() => askRevoke(key)}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableScroll>
+      <AdminKeysTable keys={keys} onRevoke={askRevoke} />
       <ListStatus loading={loading} error={error} empty={keys.length === 0} emptyText="No admin keys." />
       {nextAfter && !loading ? (
         <button type="button" class="secondary" onClick={() => void load(nextAfter)}>

@@ -1,4 +1,5 @@
 import { Fragment } from 'preact';
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { KeyEnvironment, keyEnvironments, PrivacyMode, privacyModes, ResidencyTier } from '@gw/vocabulary';
 import { AdminApiError } from './api';
@@ -74,6 +75,51 @@ function Choice<T extends string>(props: {
   );
 }
 
+type SetField = <F extends keyof KeyForm>(field: F, value: KeyForm[F]) => void;
+
+/** A new key's restrictions: the models and addresses it may use, and when it expires. */
+function KeyRestrictionFields(props: {
+  form: KeyForm;
+  set: SetField;
+  besideField: (field: keyof KeyForm) => ComponentChildren;
+}) {
+  const { form, set, besideField } = props;
+  return (
+    <Fragment>
+      <label>
+        allowed models
+        <input
+          name="allowed_models"
+          placeholder="every model of the plan"
+          value={form.allowed_models}
+          onInput={(event) => set('allowed_models', event.currentTarget.value)}
+        />
+        {besideField('allowed_models')}
+      </label>
+      <label>
+        allowed addresses
+        <input
+          name="allowed_ips"
+          placeholder="any address; e.g. 192.0.2.0/24, 2001:db8::7"
+          value={form.allowed_ips}
+          onInput={(event) => set('allowed_ips', event.currentTarget.value)}
+        />
+        {besideField('allowed_ips')}
+      </label>
+      <label>
+        expires
+        <input
+          name="expires_at"
+          type="datetime-local"
+          value={form.expires_at}
+          onInput={(event) => set('expires_at', event.currentTarget.value)}
+        />
+        {besideField('expires_at')}
+      </label>
+    </Fragment>
+  );
+}
+
 /** Key creation with every attribute; the API's refusal is shown beside the field it names. */
 function CreateKeyForm(props: {
   client: AdminClient;
@@ -89,7 +135,7 @@ function CreateKeyForm(props: {
   }, [props.residencies]);
   const [fieldError, setFieldError] = useState<{ field: string; message: string }>();
   const [error, setError] = useState<string>();
-  const set = <F extends keyof KeyForm>(field: F, value: KeyForm[F]) => setForm({ ...form, [field]: value });
+  const set: SetField = (field, value) => setForm({ ...form, [field]: value });
   const besideField = (field: keyof KeyForm) => <FieldError error={fieldError} field={field} />;
   const submit = (event: Event) => {
     event.preventDefault();
@@ -145,36 +191,7 @@ function CreateKeyForm(props: {
         />
         {besideField('privacy_mode')}
       </label>
-      <label>
-        allowed models
-        <input
-          name="allowed_models"
-          placeholder="every model of the plan"
-          value={form.allowed_models}
-          onInput={(event) => set('allowed_models', event.currentTarget.value)}
-        />
-        {besideField('allowed_models')}
-      </label>
-      <label>
-        allowed addresses
-        <input
-          name="allowed_ips"
-          placeholder="any address; e.g. 192.0.2.0/24, 2001:db8::7"
-          value={form.allowed_ips}
-          onInput={(event) => set('allowed_ips', event.currentTarget.value)}
-        />
-        {besideField('allowed_ips')}
-      </label>
-      <label>
-        expires
-        <input
-          name="expires_at"
-          type="datetime-local"
-          value={form.expires_at}
-          onInput={(event) => set('expires_at', event.currentTarget.value)}
-        />
-        {besideField('expires_at')}
-      </label>
+      <KeyRestrictionFields form={form} set={set} besideField={besideField} />
       <button type="submit">Create key</button>
       <ErrorNote message={error} />
     </form>
@@ -249,6 +266,211 @@ interface Filters {
   environment: Environment | '';
 }
 
+type Sort = { column: SortColumn; descending: boolean };
+
+/** Search, the status and environment filters, and a refresh. */
+function KeysToolbar(props: { filters: Filters; onFilters: (filters: Filters) => void; onRefresh: () => void }) {
+  const { filters } = props;
+  const [search, setSearch] = useState('');
+  return (
+    <div class="toolbar">
+      <form
+        class="search"
+        role="search"
+        onSubmit={(event) => {
+          event.preventDefault();
+          props.onFilters({ ...filters, q: search.trim() });
+        }}
+      >
+        <label>
+          search
+          <input
+            name="key-search"
+            type="search"
+            placeholder="name, id or prefix"
+            value={search}
+            onInput={(event) => setSearch(event.currentTarget.value)}
+          />
+        </label>
+        <button type="submit" class="secondary">
+          Search
+        </button>
+      </form>
+      <label>
+        status
+        <Choice
+          name="status-filter"
+          value={filters.status === '' ? 'all' : filters.status}
+          options={['all', 'active', 'revoked', 'expired']}
+          onChange={(value) => props.onFilters({ ...filters, status: value === 'all' ? '' : value })}
+        />
+      </label>
+      <label>
+        environment
+        <Choice
+          name="environment-filter"
+          value={filters.environment === '' ? 'all' : filters.environment}
+          options={['all', ...keyEnvironments]}
+          onChange={(value) => props.onFilters({ ...filters, environment: value === 'all' ? '' : value })}
+        />
+      </label>
+      <button type="button" class="secondary" onClick={props.onRefresh}>
+        Refresh
+      </button>
+    </div>
+  );
+}
+
+/** One key: its attributes and the actions its status allows. */
+function KeyRow(props: {
+  apiKey: Key;
+  prefixOf: (id: string) => string | undefined;
+  onEdit: () => void;
+  onRotate: () => void;
+  onRevoke: () => void;
+}) {
+  const key = props.apiKey;
+  return (
+    <tr data-key-id={key.id} class={key.status}>
+      <td class="name">
+        {key.name}
+        {key.replaces_key_id ? (
+          <span class="muted replaces" data-testid="replaces">
+            replaces <code>{props.prefixOf(key.replaces_key_id) ?? key.replaces_key_id}</code>
+          </span>
+        ) : null}
+      </td>
+      <td>{key.environment}</td>
+      <td class={`status ${key.status}`} data-testid="key-status">
+        {key.status}
+        {key.revoked_at ? <Timestamp iso={key.revoked_at} /> : null}
+      </td>
+      <td>
+        <Timestamp iso={key.expires_at} none="never" />
+      </td>
+      <td>
+        <Timestamp iso={key.created_at} />
+      </td>
+      <td data-testid="last-used">
+        <Timestamp iso={key.last_used_at} />
+      </td>
+      <td>
+        <code>{key.display_prefix}…</code>
+      </td>
+      <td>{key.residency}</td>
+      <td>{key.privacy_mode}</td>
+      <td class="list">{key.allowed_models?.join(', ') ?? <span class="muted">all</span>}</td>
+      <td class="list">{key.allowed_ips?.join(', ') ?? <span class="muted">any</span>}</td>
+      <td class="actions">
+        {key.status === 'revoked' ? null : (
+          <button type="button" class="secondary" onClick={props.onEdit}>
+            Edit
+          </button>
+        )}
+        {key.status === 'active' ? (
+          <button type="button" onClick={props.onRotate}>
+            Rotate
+          </button>
+        ) : null}
+        {key.status === 'revoked' ? null : (
+          <button type="button" class="danger" onClick={props.onRevoke}>
+            Revoke
+          </button>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** The keys, sortable by column, each with its actions and, when edited, its form below it. */
+function KeysTable(props: {
+  client: AdminClient;
+  keys: Key[];
+  sort: Sort;
+  onSort: (sort: Sort) => void;
+  prefixOf: (id: string) => string | undefined;
+  editing: string | undefined;
+  onEdit: (keyId: string | undefined) => void;
+  onRotate: (key: Key) => void;
+  onRevoke: (key: Key) => void;
+  onChanged: () => void;
+}) {
+  const { sort } = props;
+  return (
+    <TableScroll label="keys">
+      <table data-testid="keys">
+        <thead>
+          <tr>
+            {columns.map(({ column, label }) => (
+              <th
+                key={column}
+                aria-sort={sort.column === column ? (sort.descending ? 'descending' : 'ascending') : 'none'}
+              >
+                <button
+                  type="button"
+                  class="sort"
+                  onClick={() =>
+                    props.onSort({ column, descending: sort.column === column ? !sort.descending : false })
+                  }
+                >
+                  {label}
+                  {sort.column === column ? (sort.descending ? ' ▼' : ' ▲') : ''}
+                </button>
+              </th>
+            ))}
+            <th>prefix</th>
+            <th>residency</th>
+            <th>privacy</th>
+            <th>models</th>
+            <th>addresses</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {props.keys.map((key) => (
+            <Fragment key={key.id}>
+              <KeyRow
+                apiKey={key}
+                prefixOf={props.prefixOf}
+                onEdit={() => props.onEdit(key.id)}
+                onRotate={() => props.onRotate(key)}
+                onRevoke={() => props.onRevoke(key)}
+              />
+              {props.editing === key.id ? (
+                <tr>
+                  <td colSpan={12}>
+                    <EditKeyForm
+                      client={props.client}
+                      apiKey={key}
+                      onDone={(changed) => {
+                        props.onEdit(undefined);
+                        if (changed) props.onChanged();
+                      }}
+                    />
+                  </td>
+                </tr>
+              ) : null}
+            </Fragment>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+/** A key just created or rotated, shown once with what to do with it. */
+function ShownKey(props: { shown: { key: CreatedKey; note: string } | undefined; onDismiss: () => void }) {
+  const { shown } = props;
+  return shown ? (
+    <ShownOnce
+      title={`Key ${shown.key.name} (${shown.key.display_prefix}…)`}
+      value={shown.key.key}
+      note={shown.note}
+      onDismiss={props.onDismiss}
+    />
+  ) : null;
+}
+
 /** An account's keys: searched, filtered and paged by the API; created, edited, rotated and revoked here. */
 export function KeysPanel(props: {
   client: AdminClient;
@@ -262,8 +484,7 @@ export function KeysPanel(props: {
   const [loading, setLoading] = useState(true);
   const [error, setError] = useState<string>();
   const [filters, setFilters] = useState<Filters>({ q: '', status: '', environment: '' });
-  const [search, setSearch] = useState('');
-  const [sort, setSort] = useState<{ column: SortColumn; descending: boolean }>({
+  const [sort, setSort] = useState<Sort>({
     column: 'created_at',
     descending: true,
   });
@@ -315,157 +536,21 @@ export function KeysPanel(props: {
 
   return (
     <div>
-      {shown ? (
-        <ShownOnce
-          title={`Key ${shown.key.name} (${shown.key.display_prefix}…)`}
-          value={shown.key.key}
-          note={shown.note}
-          onDismiss={() => setShown(undefined)}
-        />
-      ) : null}
-      <div class="toolbar">
-        <form
-          class="search"
-          role="search"
-          onSubmit={(event) => {
-            event.preventDefault();
-            setFilters({ ...filters, q: search.trim() });
-          }}
-        >
-          <label>
-            search
-            <input
-              name="key-search"
-              type="search"
-              placeholder="name, id or prefix"
-              value={search}
-              onInput={(event) => setSearch(event.currentTarget.value)}
-            />
-          </label>
-          <button type="submit" class="secondary">
-            Search
-          </button>
-        </form>
-        <label>
-          status
-          <Choice
-            name="status-filter"
-            value={filters.status === '' ? 'all' : filters.status}
-            options={['all', 'active', 'revoked', 'expired']}
-            onChange={(value) => setFilters({ ...filters, status: value === 'all' ? '' : value })}
-          />
-        </label>
-        <label>
-          environment
-          <Choice
-            name="environment-filter"
-            value={filters.environment === '' ? 'all' : filters.environment}
-            options={['all', ...keyEnvironments]}
-            onChange={(value) => setFilters({ ...filters, environment: value === 'all' ? '' : value })}
-          />
-        </label>
-        <button type="button" class="secondary" onClick={() => void load()}>
-          Refresh
-        </button>
-      </div>
+      <ShownKey shown={shown} onDismiss={() => setShown(undefined)} />
+      <KeysToolbar filters={filters} onFilters={setFilters} onRefresh={() => void load()} />
       <ErrorNote message={error} />
-      <TableScroll label="keys">
-        <table data-testid="keys">
-          <thead>
-            <tr>
-              {columns.map(({ column, label }) => (
-                <th
-                  key={column}
-                  aria-sort={sort.column === column ? (sort.descending ? 'descending' : 'ascending') : 'none'}
-                >
-                  <button
-                    type="button"
-                    class="sort"
-                    onClick={() => setSort({ column, descending: sort.column === column ? !sort.descending : false })}
-                  >
-                    {label}
-                    {sort.column === column ? (sort.descending ? ' ▼' : ' ▲') : ''}
-                  </button>
-                </th>
-              ))}
-              <th>prefix</th>
-              <th>residency</th>
-              <th>privacy</th>
-              <th>models</th>
-              <th>addresses</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {visible.map((key) => (
-              <Fragment key={key.id}>
-                <tr data-key-id={key.id} class={key.status}>
-                  <td class="name">
-                    {key.name}
-                    {key.replaces_key_id ? (
-                      <span class="muted replaces" data-testid="replaces">
-                        replaces <code>{prefixOf(key.replaces_key_id) ?? key.replaces_key_id}</code>
-                      </span>
-                    ) : null}
-                  </td>
-                  <td>{key.environment}</td>
-                  <td class={`status ${key.status}`} data-testid="key-status">
-                    {key.status}
-                    {key.revoked_at ? <Timestamp iso={key.revoked_at} /> : null}
-                  </td>
-                  <td>
-                    <Timestamp iso={key.expires_at} none="never" />
-                  </td>
-                  <td>
-                    <Timestamp iso={key.created_at} />
-                  </td>
-                  <td data-testid="last-used">
-                    <Timestamp iso={key.last_used_at} />
-                  </td>
-                  <td>
-                    <code>{key.display_prefix}…</code>
-                  </td>
-                  <td>{key.residency}</td>
-                  <td>{key.privacy_mode}</td>
-                  <td class="list">{key.allowed_models?.join(', ') ?? <span class="muted">all</span>}</td>
-                  <td class="list">{key.allowed_ips?.join(', ') ?? <span class="muted">any</span>}</td>
-                  <td class="actions">
-                    {key.status === 'revoked' ? null : (
-                      <button type="button" class="secondary" onClick={() => setEditing(key.id)}>
-                        Edit
-                      </button>
-                    )}
-                    {key.status === 'active' ? (
-                      <button type="button" onClick={() => void rotate(key)}>
-                        Rotate
-                      </button>
-                    ) : null}
-                    {key.status === 'revoked' ? null : (
-                      <button type="button" class="danger" onClick={() => askRevoke(key)}>
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-                {editing === key.id ? (
-                  <tr>
-                    <td colSpan={12}>
-                      <EditKeyForm
-                        client={client}
-                        apiKey={key}
-                        onDone={(changed) => {
-                          setEditing(undefined);
-                          if (changed) void load();
-                        }}
-                      />
-                    </td>
-                  </tr>
-                ) : null}
-              </Fragment>
-            ))}
-          </tbody>
-        </table>
-      </TableScroll>
+      <KeysTable
+        client={client}
+        keys={visible}
+        sort={sort}
+        onSort={setSort}
+        prefixOf={prefixOf}
+        editing={editing}
+        onEdit={setEditing}
+        onRotate={(key) => void rotate(key)}
+        onRevoke={askRevoke}
+        onChanged={() => void load()}
+      />
       <ListStatus loading={loading} error={error} empty={visible.length === 0} emptyText="No keys match." />
       {nextAfter && !loading ? (
         <button type="button" class="secondary" onClick={() => void load(nextAfter)}>

@@ -58,6 +58,34 @@ function DailyChart({ usage }: { usage: AccountUsage }) {
   return <div ref={container} class="chart" data-testid="daily-chart" role="img" aria-label={label} />;
 }
 
+/** The month's use by model: requests, billable tokens and cost. */
+function ByModelTable({ usage }: { usage: AccountUsage }) {
+  return (
+    <TableScroll label="usage by model">
+      <table data-testid="by-model">
+        <thead>
+          <tr>
+            <th>model</th>
+            <th>requests</th>
+            <th>billable tokens</th>
+            <th>cost (GBP)</th>
+          </tr>
+        </thead>
+        <tbody>
+          {usage.by_model.map((line) => (
+            <tr key={line.model}>
+              <td>{line.model}</td>
+              <td>{formatTokens(line.requests)}</td>
+              <td>{formatTokens(line.billable_tokens)}</td>
+              <td>{formatGbp(line.cost_gbp)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
 /** The account's usage this month: GET /v1/usage's numbers, plus the overage and the days. */
 export function UsagePanel(props: { client: AdminClient; accountId: string }) {
   const [environment, setEnvironment] = useState<Environment>(KeyEnvironment.live);
@@ -135,28 +163,7 @@ export function UsagePanel(props: { client: AdminClient; accountId: string }) {
           <h3>Tokens per day</h3>
           <DailyChart usage={usage} />
           <h3>By model</h3>
-          <TableScroll label="usage by model">
-            <table data-testid="by-model">
-              <thead>
-                <tr>
-                  <th>model</th>
-                  <th>requests</th>
-                  <th>billable tokens</th>
-                  <th>cost (GBP)</th>
-                </tr>
-              </thead>
-              <tbody>
-                {usage.by_model.map((line) => (
-                  <tr key={line.model}>
-                    <td>{line.model}</td>
-                    <td>{formatTokens(line.requests)}</td>
-                    <td>{formatTokens(line.billable_tokens)}</td>
-                    <td>{formatGbp(line.cost_gbp)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <ByModelTable usage={usage} />
           {usage.by_model.length === 0 ? <p class="muted">No use this month.</p> : null}
         </div>
       ) : null}

@@ -153,6 +153,79 @@ function grpcTarget(client: QuotaCalls, { reserved = false } = {}): DecisionTarg
   };
 }
 
+/** Runs one target at each concurrency: warm-up, then the measured decisions, a row each in the table. */
+function caseRunner(settings: z.infer<typeof schema>, run: string, bounds: Bounds, results: CaseResult[]) {
+  return async (name: string, target: DecisionTarget, serviceCpu?: CpuClock): Promise<void> => {
+    for (const concurrency of settings.BENCH_CONCURRENCY) {
+      if (bounds.stopped()) return;
+      const accounts = Array.from(
+        { length: settings.BENCH_ACCOUNTS },
+        (_, index) => `bench_${run}_${name}_${concurrency}_${index}`,
+      );
+      // Warm up: the first decision of an account rebuilds its allowance counter from Postgres;
+      // then some unmeasured decisions for the JIT and the connections.
+      await Promise.all(
+        accounts.map(async (accountId, index) => {
+          const decision = await target.acquire(accountId, index);
+          if ('leaseId' in decision) await target.release(accountId, decision.leaseId);
+        }),
+      );
+      await measure(target, accounts, concurrency, { ...bounds, decisions: Math.min(1_000, bounds.decisions) });
+      const result = await measure(target, accounts, concurrency, bounds, serviceCpu);
+      if (result.decisions === 0) return;
+      results.push(result);
+      print(tableRow(name, result));
+      if (result.firstFailure) print(`  first failure: ${result.firstFailure}`);
+      if (result.refused.size > 0) print(`  refused: ${JSON.stringify(Object.fromEntries(result.refused))}`);
+    }
+  };
+}
+
+/** Redis with the quota service's client options; this run's keys are deleted at cleanup. */
+async function connectRedis(redisUrl: string, cleanup: Cleanup, run: string): Promise<Redis> {
+  // The same client options as the quota service's (services/quota/src/main.ts).
+  const redis = new Redis(redisUrl, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+  });
+  redis.on('error', () => undefined);
+  cleanup.add('disconnect from Redis', async () => redis.disconnect());
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Redis at ${redisUrl} is not ready within 5 s`)), 5_000);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  // Live counters outlive the month; delete every key of this run's accounts.
+  cleanup.add('delete the benchmark keys', async () => {
+    let cursor = '0';
+    do {
+      const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `q:{a:bench_${run}_*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = nextCursor;
+    } while (cursor !== '0');
+  });
+  return redis;
+}
+
+/** A throw-away, migrated database for this run, dropped at cleanup. */
+async function scratchDatabase(adminUrl: string, cleanup: Cleanup, run: string) {
+  // A throw-away, migrated database: the allowance counters are rebuilt from its (empty) usage.
+  const database = `gateway_bench_quota_${run}`;
+  const admin = createPool(adminUrl, () => undefined, 1);
+  cleanup.add('close the admin pool', () => admin.end());
+  await admin.query(`CREATE DATABASE ${database}`);
+  cleanup.add(`drop database ${database}`, () => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+  const databaseUrl = new URL(adminUrl);
+  databaseUrl.pathname = `/${database}`;
+  await migrateUp(databaseUrl.toString());
+  const pool = createPool(databaseUrl.toString(), () => undefined);
+  cleanup.add('close the pool', () => pool.end());
+  return { pool, databaseUrl };
+}
+
 async function main(): Promise<void> {
   const settings = readEnv(schema);
   const run = randomBytes(4).toString('hex');
@@ -172,45 +245,8 @@ async function main(): Promise<void> {
   const results: CaseResult[] = [];
 
   try {
-    // The same client options as the quota service's (services/quota/src/main.ts).
-    const redis = new Redis(settings.REDIS_URL, {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      connectTimeout: 2_000,
-    });
-    redis.on('error', () => undefined);
-    cleanup.add('disconnect from Redis', async () => redis.disconnect());
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`Redis at ${settings.REDIS_URL} is not ready within 5 s`)),
-        5_000,
-      );
-      redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    // Live counters outlive the month; delete every key of this run's accounts.
-    cleanup.add('delete the benchmark keys', async () => {
-      let cursor = '0';
-      do {
-        const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `q:{a:bench_${run}_*`, 'COUNT', 1000);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = nextCursor;
-      } while (cursor !== '0');
-    });
-
-    // A throw-away, migrated database: the allowance counters are rebuilt from its (empty) usage.
-    const database = `gateway_bench_quota_${run}`;
-    const admin = createPool(settings.DATABASE_URL, () => undefined, 1);
-    cleanup.add('close the admin pool', () => admin.end());
-    await admin.query(`CREATE DATABASE ${database}`);
-    cleanup.add(`drop database ${database}`, () => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-    const databaseUrl = new URL(settings.DATABASE_URL);
-    databaseUrl.pathname = `/${database}`;
-    await migrateUp(databaseUrl.toString());
-    const pool = createPool(databaseUrl.toString(), () => undefined);
-    cleanup.add('close the pool', () => pool.end());
+    const redis = await connectRedis(settings.REDIS_URL, cleanup, run);
+    const { pool, databaseUrl } = await scratchDatabase(settings.DATABASE_URL, cleanup, run);
 
     const dir = await mkdtemp(join(tmpdir(), 'gw-bench-quota-'));
     cleanup.add('remove the temporary directory', () => rm(dir, { recursive: true, force: true }));
@@ -230,30 +266,7 @@ async function main(): Promise<void> {
     );
     print(tableHeader());
 
-    const runCases = async (name: string, target: DecisionTarget, serviceCpu?: CpuClock) => {
-      for (const concurrency of settings.BENCH_CONCURRENCY) {
-        if (interrupted) return;
-        const accounts = Array.from(
-          { length: settings.BENCH_ACCOUNTS },
-          (_, index) => `bench_${run}_${name}_${concurrency}_${index}`,
-        );
-        // Warm up: the first decision of an account rebuilds its allowance counter from Postgres;
-        // then some unmeasured decisions for the JIT and the connections.
-        await Promise.all(
-          accounts.map(async (accountId, index) => {
-            const decision = await target.acquire(accountId, index);
-            if ('leaseId' in decision) await target.release(accountId, decision.leaseId);
-          }),
-        );
-        await measure(target, accounts, concurrency, { ...bounds, decisions: Math.min(1_000, bounds.decisions) });
-        const result = await measure(target, accounts, concurrency, bounds, serviceCpu);
-        if (result.decisions === 0) return;
-        results.push(result);
-        print(tableRow(name, result));
-        if (result.firstFailure) print(`  first failure: ${result.firstFailure}`);
-        if (result.refused.size > 0) print(`  refused: ${JSON.stringify(Object.fromEntries(result.refused))}`);
-      }
-    };
+    const runCases = caseRunner(settings, run, bounds, results);
 
     // (a) In this process, straight to Redis: the cost of the scripts and the client.
     const limits = new Limits(redis, new Map([[plan.id, plan]]), new UsageLedger(pool), 30_000);

@@ -79,6 +79,76 @@ function sendJson(response: ServerResponse, status: number, body: unknown): void
   response.end(JSON.stringify(body));
 }
 
+/** How each protocol refuses a body over the limit, in its own error envelope. */
+const tooLarge = {
+  anthropic: (response: ServerResponse, requestId: string) =>
+    sendError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
+      connection: 'close',
+    }),
+  openai: (response: ServerResponse, requestId: string) =>
+    sendOpenAIError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
+      headers: { connection: 'close' },
+    }),
+};
+
+/** One protocol request as the listener received it, and the handler it goes to. */
+interface Recorded {
+  handler: (exchange: SimExchange, protocolOptions: AnthropicSimOptions) => Promise<void>;
+  request: IncomingMessage;
+  response: ServerResponse;
+  path: string;
+  protocolName: keyof typeof tooLarge;
+}
+
+/** Reads, records and hands one protocol request to its handler; the log follows what became of the response. */
+async function serveRecordedWith(
+  log: RequestLog,
+  protocol: AnthropicSimOptions,
+  { handler, request, response, path, protocolName }: Recorded,
+): Promise<void> {
+  const requestId = randomId('req_');
+  const raw = await readBody(request);
+  if (raw === undefined) {
+    tooLarge[protocolName](response, requestId);
+    return;
+  }
+  const body = parseBody(raw);
+  const record: RecordedRequest = {
+    requestId,
+    receivedAt: new Date().toISOString(),
+    method: request.method ?? '',
+    path,
+    headers: withoutCredentials(request.headers),
+    body: body.kind === 'json' ? body.value : null,
+    ...(raw.length <= rawBodyLimitBytes ? { rawBody: raw.toString('utf8') } : {}),
+    outcome: 'in_progress',
+  };
+  log.add(record);
+
+  const clientGone = new AbortController();
+  let dropped = false;
+  response.on('close', () => {
+    if (response.writableFinished) record.outcome = 'completed';
+    else {
+      record.outcome = dropped ? 'dropped' : 'client_closed';
+      clientGone.abort();
+    }
+  });
+  const exchange: SimExchange = {
+    request,
+    response,
+    requestId,
+    body,
+    raw,
+    signal: clientGone.signal,
+    drop: () => {
+      dropped = true;
+      request.socket.destroy();
+    },
+  };
+  await handler(exchange, protocol);
+}
+
 /** Starts one listener of the simulated upstream. */
 export async function startSimUpstream(options: SimUpstreamOptions): Promise<RunningSimUpstream> {
   const log = new RequestLog(requestLogCapacity);
@@ -88,68 +158,13 @@ export async function startSimUpstream(options: SimUpstreamOptions): Promise<Run
   const awsIdentities = options.awsIdentities ?? new SimAwsIdentities();
   const googleTokens = new GoogleTokens(options.googleToken);
 
-  /** How each protocol refuses a body over the limit, in its own error envelope. */
-  const tooLarge = {
-    anthropic: (response: ServerResponse, requestId: string) =>
-      sendError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
-        connection: 'close',
-      }),
-    openai: (response: ServerResponse, requestId: string) =>
-      sendOpenAIError(response, requestId, 413, 'Request exceeds the maximum allowed number of bytes.', {
-        headers: { connection: 'close' },
-      }),
-  };
-
-  /** Reads, records and hands one protocol request to its handler; the log follows what became of the response. */
-  const serveRecorded = async (
+  const serveRecorded = (
     handler: (exchange: SimExchange, protocolOptions: AnthropicSimOptions) => Promise<void>,
     request: IncomingMessage,
     response: ServerResponse,
     path: string,
     protocolName: keyof typeof tooLarge = 'anthropic',
-  ) => {
-    const requestId = randomId('req_');
-    const raw = await readBody(request);
-    if (raw === undefined) {
-      tooLarge[protocolName](response, requestId);
-      return;
-    }
-    const body = parseBody(raw);
-    const record: RecordedRequest = {
-      requestId,
-      receivedAt: new Date().toISOString(),
-      method: request.method ?? '',
-      path,
-      headers: withoutCredentials(request.headers),
-      body: body.kind === 'json' ? body.value : null,
-      ...(raw.length <= rawBodyLimitBytes ? { rawBody: raw.toString('utf8') } : {}),
-      outcome: 'in_progress',
-    };
-    log.add(record);
-
-    const clientGone = new AbortController();
-    let dropped = false;
-    response.on('close', () => {
-      if (response.writableFinished) record.outcome = 'completed';
-      else {
-        record.outcome = dropped ? 'dropped' : 'client_closed';
-        clientGone.abort();
-      }
-    });
-    const exchange: SimExchange = {
-      request,
-      response,
-      requestId,
-      body,
-      raw,
-      signal: clientGone.signal,
-      drop: () => {
-        dropped = true;
-        request.socket.destroy();
-      },
-    };
-    await handler(exchange, protocol);
-  };
+  ) => serveRecordedWith(log, protocol, { handler, request, response, path, protocolName });
 
   const dispatch = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://sim');

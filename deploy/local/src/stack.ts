@@ -100,6 +100,94 @@ const loopback = '127.0.0.1';
  */
 export const ingressNodeFlags = ['--initial-old-space-size=128'];
 
+/** Where the router finds each simulated pool. */
+function simUrlsOf(ports: Ports) {
+  return {
+    SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`,
+    SIM_UK_URL: `http://${loopback}:${ports.sim.uk}`,
+    SIM_OPENAI_EU_URL: `http://${loopback}:${ports.sim.openaiEu}`,
+    SIM_BEDROCK_UK_URL: `http://${loopback}:${ports.sim.bedrockUk}`,
+    SIM_BEDROCK_EU_URL: `http://${loopback}:${ports.sim.bedrockEu}`,
+    SIM_VERTEX_EU_URL: `http://${loopback}:${ports.sim.vertexEu}`,
+  };
+}
+
+/**
+ * The regional providers' credential chains run for real against the simulator: the AWS chain assumes a role at
+ * the simulated STS with a service-account token (or reads a simulated key from the environment), Google's finds
+ * the simulated metadata server.
+ */
+function providerCredentialsOf(options: StackOptions, ports: Ports): Record<string, string> {
+  const awsCredentials: Record<string, string> = options.awsWebIdentityTokenFile
+    ? {
+        AWS_WEB_IDENTITY_TOKEN_FILE: options.awsWebIdentityTokenFile,
+        AWS_ROLE_ARN: 'arn:aws:iam::123456789012:role/gateway-router',
+        AWS_ROLE_SESSION_NAME: 'gateway-router',
+        AWS_REGION: 'eu-west-2',
+        AWS_ENDPOINT_URL_STS: `http://${loopback}:${ports.sim.bedrockUk}`,
+      }
+    : { AWS_ACCESS_KEY_ID: defaultSimAws.accessKeyId, AWS_SECRET_ACCESS_KEY: defaultSimAws.secretAccessKey };
+  return { ...awsCredentials, GCE_METADATA_HOST: `${loopback}:${ports.sim.vertexEu}` };
+}
+
+/** The simulated upstream: one listener per local pool. */
+function simUpstreamSpec(ports: Ports): ProcessSpec {
+  const simPorts = [
+    ports.sim.eu,
+    ports.sim.uk,
+    ports.sim.openaiEu,
+    ports.sim.bedrockUk,
+    ports.sim.bedrockEu,
+    ports.sim.vertexEu,
+  ];
+  return {
+    name: 'sim-upstream',
+    script: 'bench/sim-upstream/dist/main.js',
+    env: {
+      SIM_HOST: loopback,
+      SIM_PORTS: simPorts.join(','),
+      // Each Bedrock listener checks signatures for its own region.
+      SIM_AWS_REGIONS: simPorts.map((port) => (port === ports.sim.bedrockEu ? 'eu-west-1' : 'eu-west-2')).join(','),
+    },
+    health: { kind: 'http', url: `http://${loopback}:${ports.sim.eu}/_sim/requests` },
+  };
+}
+
+/** Ingress, wired to the five gRPC services, Kafka and Redis. */
+function ingressSpec(
+  options: StackOptions,
+  base: Record<string, string | undefined>,
+  grpc: (name: keyof Ports['grpc']) => string,
+): ProcessSpec {
+  const { ports, infra } = options;
+  return {
+    name: 'ingress',
+    script: 'services/ingress/dist/main.js',
+    nodeFlags: ingressNodeFlags,
+    env: {
+      ...base,
+      HTTP_HOST: loopback,
+      HTTP_PORT: String(ports.http),
+      ADMIN_PORT: String(ports.admin),
+      METRICS_PORT: String(ports.metrics.ingress),
+      AUTH_ADDRESS: grpc('auth'),
+      POLICY_ADDRESS: grpc('policy'),
+      QUOTA_ADDRESS: grpc('quota'),
+      ROUTER_ADDRESS: grpc('router'),
+      METERING_ADDRESS: grpc('metering'),
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      ...infra.kafkaEnv,
+      USAGE_TOPIC: options.usageTopic,
+      REDIS_URL: infra.redisUrl,
+      ADMIN_TOKEN: options.secrets.ADMIN_TOKEN,
+      GATEWAY_CONFIG: options.gatewayConfig,
+      USAGE_SPOOL_DIR: join(options.state.root, 'spool', 'ingress'),
+      ...options.ingressEnv,
+    },
+    health: { kind: 'http', url: `http://${loopback}:${ports.admin}/readyz` },
+  };
+}
+
 /** The six services and the simulated upstream, wired to each other by port. */
 export function processSpecs(options: StackOptions): ProcessSpec[] {
   const { ports, infra } = options;
@@ -113,47 +201,10 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
   const grpc = (name: keyof Ports['grpc']) => `${loopback}:${ports.grpc[name]}`;
   const transport = stackGrpcTransport(options.grpcTls);
   const grpcHealth = (name: keyof Ports['grpc']) => ({ kind: 'grpc' as const, address: grpc(name), transport });
-  const simUrls = {
-    SIM_EU_URL: `http://${loopback}:${ports.sim.eu}`,
-    SIM_UK_URL: `http://${loopback}:${ports.sim.uk}`,
-    SIM_OPENAI_EU_URL: `http://${loopback}:${ports.sim.openaiEu}`,
-    SIM_BEDROCK_UK_URL: `http://${loopback}:${ports.sim.bedrockUk}`,
-    SIM_BEDROCK_EU_URL: `http://${loopback}:${ports.sim.bedrockEu}`,
-    SIM_VERTEX_EU_URL: `http://${loopback}:${ports.sim.vertexEu}`,
-  };
-  const simPorts = [
-    ports.sim.eu,
-    ports.sim.uk,
-    ports.sim.openaiEu,
-    ports.sim.bedrockUk,
-    ports.sim.bedrockEu,
-    ports.sim.vertexEu,
-  ];
-  // The regional providers' credential chains run for real against the simulator: the AWS chain assumes
-  // a role at the simulated STS with a service-account token (or reads a simulated key from the
-  // environment), Google's finds the simulated metadata server.
-  const awsCredentials: Record<string, string> = options.awsWebIdentityTokenFile
-    ? {
-        AWS_WEB_IDENTITY_TOKEN_FILE: options.awsWebIdentityTokenFile,
-        AWS_ROLE_ARN: 'arn:aws:iam::123456789012:role/gateway-router',
-        AWS_ROLE_SESSION_NAME: 'gateway-router',
-        AWS_REGION: 'eu-west-2',
-        AWS_ENDPOINT_URL_STS: `http://${loopback}:${ports.sim.bedrockUk}`,
-      }
-    : { AWS_ACCESS_KEY_ID: defaultSimAws.accessKeyId, AWS_SECRET_ACCESS_KEY: defaultSimAws.secretAccessKey };
-  const providerCredentials = { ...awsCredentials, GCE_METADATA_HOST: `${loopback}:${ports.sim.vertexEu}` };
+  const simUrls = simUrlsOf(ports);
+  const providerCredentials = providerCredentialsOf(options, ports);
   return [
-    {
-      name: 'sim-upstream',
-      script: 'bench/sim-upstream/dist/main.js',
-      env: {
-        SIM_HOST: loopback,
-        SIM_PORTS: simPorts.join(','),
-        // Each Bedrock listener checks signatures for its own region.
-        SIM_AWS_REGIONS: simPorts.map((port) => (port === ports.sim.bedrockEu ? 'eu-west-1' : 'eu-west-2')).join(','),
-      },
-      health: { kind: 'http', url: `http://${loopback}:${ports.sim.eu}/_sim/requests` },
-    },
+    simUpstreamSpec(ports),
     {
       name: 'auth',
       script: 'services/auth/dist/main.js',
@@ -223,32 +274,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
       },
       health: grpcHealth('metering'),
     },
-    {
-      name: 'ingress',
-      script: 'services/ingress/dist/main.js',
-      nodeFlags: ingressNodeFlags,
-      env: {
-        ...base,
-        HTTP_HOST: loopback,
-        HTTP_PORT: String(ports.http),
-        ADMIN_PORT: String(ports.admin),
-        METRICS_PORT: String(ports.metrics.ingress),
-        AUTH_ADDRESS: grpc('auth'),
-        POLICY_ADDRESS: grpc('policy'),
-        QUOTA_ADDRESS: grpc('quota'),
-        ROUTER_ADDRESS: grpc('router'),
-        METERING_ADDRESS: grpc('metering'),
-        KAFKA_BROKERS: infra.kafkaBrokers,
-        ...infra.kafkaEnv,
-        USAGE_TOPIC: options.usageTopic,
-        REDIS_URL: infra.redisUrl,
-        ADMIN_TOKEN: options.secrets.ADMIN_TOKEN,
-        GATEWAY_CONFIG: options.gatewayConfig,
-        USAGE_SPOOL_DIR: join(options.state.root, 'spool', 'ingress'),
-        ...options.ingressEnv,
-      },
-      health: { kind: 'http', url: `http://${loopback}:${ports.admin}/readyz` },
-    },
+    ingressSpec(options, base, grpc),
   ];
 }
 

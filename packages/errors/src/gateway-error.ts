@@ -1,5 +1,6 @@
 import type { CatalogueEntry, ErrorType } from './catalogue';
 import { errorCatalogue } from './catalogue';
+import { internalErrorMessage } from './messages';
 
 /** Position of an account in its per-minute window, for the rate-limit headers. */
 export interface RateLimitWindow {
@@ -88,4 +89,14 @@ export function dependencyUnavailableError(what: string, retryAfterMs?: number):
     `The gateway cannot reach its ${what} right now. Retry with exponential backoff.`,
     { retryAfterMs: retryAfterMs ?? errorCatalogue.overloaded_error.retryAfterMs, reason: 'dependency_unavailable' },
   );
+}
+
+/**
+ * A service of the gateway answered with a reply its caller cannot read (a field it needs is missing or
+ * out of range): a failure of the gateway, so `api_error` with the message of every internal failure,
+ * decided where the reply is decoded instead of surfacing as an exception. `reason` tells it apart in
+ * logs and metrics; which service and field is for the caller's own log, never for the client.
+ */
+export function malformedReplyError(): GatewayError {
+  return gatewayError('api_error', internalErrorMessage, { reason: 'malformed_reply' });
 }

@@ -5,6 +5,8 @@ import {
   errorTypes,
   gatewayError,
   httpStatusOf,
+  internalErrorMessage,
+  malformedReplyError,
   retryHeaders,
 } from '../src';
 
@@ -75,5 +77,14 @@ describe('error catalogue', () => {
     expect(outage.message).toBe('The gateway cannot reach its key store right now. Retry with exponential backoff.');
     expect(httpStatusOf(outage.type)).toBe(503);
     expect(dependencyUnavailableError('usage store').message).toBe(outage.message.replace('key store', 'usage store'));
+  });
+});
+
+describe('malformedReplyError', () => {
+  it('is a catalogued internal failure (500, retried once) that names no part of the reply to the caller', () => {
+    const error = malformedReplyError();
+    expect(error).toEqual({ type: 'api_error', message: internalErrorMessage, reason: 'malformed_reply' });
+    expect(errorCatalogue[error.type].httpStatus).toBe(500);
+    expect(retryHeaders(error)['x-should-retry']).toBe('true');
   });
 });

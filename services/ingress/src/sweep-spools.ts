@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { env, readEnv, runOrExit } from '@gw/config';
 import { createLogger } from '@gw/telemetry';
-import { KubeClient } from './kube-client';
-import { claimsToDrain } from './spool-sweeper';
+import { KubeClient } from './usage-spool/kube-client';
+import { claimsToDrain } from './usage-spool/spool-sweeper';
 
 /**
  * The spool sweeper (a CronJob of the chart): finds the spool volumes of ingress pods scaled away and

@@ -75,10 +75,32 @@ function sameUrls(endpoints: readonly Endpoint[], urls: readonly string[]): bool
   return endpoints.length === urls.length && endpoints.every((endpoint, index) => endpoint.url === urls[index]);
 }
 
+/** A breaker's change of state, in the metrics and the log. */
+function reportTransition(
+  { metrics, logger }: Pick<BalancerOptions, 'metrics' | 'logger'>,
+  endpoint: Endpoint,
+  transition: BreakerTransition | undefined,
+  by: 'request' | 'probe',
+): void {
+  if (transition === undefined) return;
+  const log = { pool_id: endpoint.poolId, endpoint: endpoint.url };
+  if (transition.kind === 'ejected') {
+    metrics?.healthy(endpoint.poolId, endpoint.url, false);
+    metrics?.ejected(endpoint.poolId, endpoint.url);
+    logger?.warn(
+      { ...log, cause: transition.cause, ejection_ms: transition.ejectionMs, ejection_streak: transition.streak },
+      'upstream endpoint ejected',
+    );
+  } else {
+    metrics?.healthy(endpoint.poolId, endpoint.url, true);
+    logger?.info({ ...log, readmitted_by: by }, 'upstream endpoint readmitted');
+  }
+}
+
 export function createEndpointBalancer(pools: PoolDirectory, options: BalancerOptions = {}): EndpointBalancer {
   const settings = options.settings ?? defaultBreakerSettings;
   const clock = options.clock ?? (() => performance.now());
-  const { metrics, logger } = options;
+  const { metrics } = options;
   const endpointsByPool = new Map<string, Endpoint[]>();
   /** Per pool: the YAML index after the last endpoint chosen, where the round-robin resumes. */
   const cursors = new Map<string, number>();
@@ -101,21 +123,8 @@ export function createEndpointBalancer(pools: PoolDirectory, options: BalancerOp
   };
   for (const pool of pools.values()) endpointsOf(pool);
 
-  const changed = (endpoint: Endpoint, transition: BreakerTransition | undefined, by: 'request' | 'probe') => {
-    if (transition === undefined) return;
-    const log = { pool_id: endpoint.poolId, endpoint: endpoint.url };
-    if (transition.kind === 'ejected') {
-      metrics?.healthy(endpoint.poolId, endpoint.url, false);
-      metrics?.ejected(endpoint.poolId, endpoint.url);
-      logger?.warn(
-        { ...log, cause: transition.cause, ejection_ms: transition.ejectionMs, ejection_streak: transition.streak },
-        'upstream endpoint ejected',
-      );
-    } else {
-      metrics?.healthy(endpoint.poolId, endpoint.url, true);
-      logger?.info({ ...log, readmitted_by: by }, 'upstream endpoint readmitted');
-    }
-  };
+  const changed = (endpoint: Endpoint, transition: BreakerTransition | undefined, by: 'request' | 'probe') =>
+    reportTransition(options, endpoint, transition, by);
 
   const lease = (endpoint: Endpoint, anyway = false): EndpointLease => {
     const ticket = anyway ? endpoint.breaker.admitAnyway() : endpoint.breaker.admit();

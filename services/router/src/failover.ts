@@ -169,6 +169,128 @@ function holdingLease(response: UpstreamResponse, lease: EndpointLease): Upstrea
   };
 }
 
+/** What every attempt of one call shares: the dependencies, the operation, the call's signal and log fields. */
+interface AttemptScope<C extends PoolCall> {
+  deps: FailoverDeps;
+  operation: UpstreamOperation<C>;
+  signal: AbortSignal;
+  log: Record<string, unknown>;
+}
+
+/** One attempt on one endpoint: the upstream's 200 of the expected kind, or why not; logged and measured. */
+async function attemptOnce<C extends PoolCall>(
+  scope: AttemptScope<C>,
+  pool: Pool,
+  adapter: UpstreamAdapter,
+  call: C,
+  target: EndpointTarget,
+  lease: EndpointLease,
+  attemptContext: Context | undefined,
+): Promise<Result<UpstreamResponse, AttemptFailure>> {
+  const { logger, metrics } = scope.deps;
+  // The attempt's own span, when traced: its lines are found from it.
+  const attemptLog = {
+    ...scope.log,
+    ...traceLogFields(attemptContext),
+    pool_id: pool.id,
+    endpoint: target.endpointUrl,
+  };
+  const signed = await signRequest(pool, call.request(target));
+  if (!signed.ok) {
+    lease.release();
+    metrics.upstreamAttempt(pool.id, 'credential_unavailable');
+    logger.error(
+      { ...attemptLog, reason: signed.error },
+      'upstream credentials could not be obtained: the pool cannot serve',
+    );
+    return err({ kind: 'credential' });
+  }
+  const began = performance.now();
+  const sent = await scope.deps.http.send(signed.value, {
+    generating: scope.operation.generating,
+    signal: scope.signal,
+  });
+  const headersMs = Math.round(performance.now() - began);
+  if (!sent.ok) {
+    lease.report(healthOfTransport(sent.error));
+    lease.release();
+    const failure = failureOfTransport(sent.error);
+    if (failure.kind !== 'cancelled') {
+      metrics.upstreamAttempt(pool.id, outcomeLabel(failure));
+      logger.warn(
+        { ...attemptLog, failure: failure.kind, code: sent.error.code, elapsed_ms: headersMs },
+        'upstream attempt failed',
+      );
+    }
+    return err(failure);
+  }
+  const response = sent.value;
+  lease.report(healthOfStatus(response.status));
+  const upstreamRequestId = response.headers['request-id'];
+  if (response.status === 200 && call.accepts(response.headers['content-type'])) {
+    metrics.upstreamAttempt(pool.id, 'accepted', headersMs / 1000);
+    // The request's one info line is "completion ended"; the accepted attempt is detail.
+    logger.debug(
+      { ...attemptLog, status: 200, headers_ms: headersMs, upstream_request_id: upstreamRequestId },
+      'upstream accepted',
+    );
+    return ok(holdingLease(response, lease));
+  }
+  let failure: AttemptFailure;
+  let upstreamErrorType: string | undefined;
+  if (response.status === 200) {
+    response.discard();
+    failure = { kind: 'failed', status: 200 };
+  } else {
+    const reported = adapter.parseErrorBody((await readSmallBody(response.body)).text);
+    upstreamErrorType = reported.type;
+    failure = failureOfStatus(response.status, response.headers, reported.message);
+  }
+  lease.release();
+  metrics.upstreamAttempt(pool.id, outcomeLabel(failure), headersMs / 1000);
+  const details = {
+    ...attemptLog,
+    status: response.status,
+    failure: failure.kind,
+    upstream_error_type: upstreamErrorType,
+    headers_ms: headersMs,
+    upstream_request_id: upstreamRequestId,
+  };
+  if (failure.kind === 'credential') logger.error(details, 'upstream refused the credential: the pool cannot serve');
+  // The caller's own mistake, not the upstream's: no operator needs to look.
+  else if (failure.kind === 'rejected') logger.info(details, 'upstream rejected the request');
+  else logger.warn(details, 'upstream attempt failed');
+  return err(failure);
+}
+
+/** A pool that can be tried: inside the tier, credential set, adapter able to make the call. */
+interface Ready<C extends PoolCall> {
+  pool: Pool;
+  adapter: UpstreamAdapter;
+  call: C;
+  upstreamModel: string;
+  credential: string | undefined;
+  /** Endpoints the balancer did not offer (ejected), in YAML order. */
+  skipped: string[];
+}
+
+/** The pool's credential from its env var; a pool whose variable is unset cannot serve (logged, counted). */
+function credentialOf(
+  pool: Pool,
+  deps: FailoverDeps,
+  log: Record<string, unknown>,
+): Result<string | undefined, 'missing'> {
+  if (pool.credentialEnv === undefined) return ok(undefined);
+  const credential = deps.credential(pool.credentialEnv);
+  if (credential !== undefined) return ok(credential);
+  deps.metrics.upstreamAttempt(pool.id, 'credential_missing');
+  deps.logger.error(
+    { ...log, pool_id: pool.id, credential_env: pool.credentialEnv },
+    'upstream credential env var is not set: the pool cannot serve',
+  );
+  return err('missing');
+}
+
 /**
  * Sends a call to the request's candidate pools, strictly in policy's order, until one answers.
  * Only candidates the router's own config puts inside the key's residency are used (`planRoute`); a
@@ -193,6 +315,7 @@ export async function sendWithFailover<C extends PoolCall>(
   }
   if (plan.pools.length === 0) return { kind: 'failed', error: noRouteError(plan, request.model) };
   const balancer = deps.balancer ?? createEndpointBalancer(deps.pools);
+  const scope: AttemptScope<C> = { deps, operation, signal, log };
 
   /** One attempt: the upstream's 200 of the expected kind, or why not. The lease is released unless answered. */
   const attempt = (
@@ -205,101 +328,15 @@ export async function sendWithFailover<C extends PoolCall>(
     tracedAttempt(
       { operation: operation.name, model: request.model, pool, endpointUrl: target.endpointUrl },
       request.traceContext,
-      (attemptContext) => attemptOnce(pool, adapter, call, target, lease, attemptContext),
+      (attemptContext) => attemptOnce(scope, pool, adapter, call, target, lease, attemptContext),
       (result) => (result.ok ? 'accepted' : outcomeLabel(result.error)),
     );
-
-  const attemptOnce = async (
-    pool: Pool,
-    adapter: UpstreamAdapter,
-    call: C,
-    target: EndpointTarget,
-    lease: EndpointLease,
-    attemptContext: Context | undefined,
-  ): Promise<Result<UpstreamResponse, AttemptFailure>> => {
-    // The attempt's own span, when traced: its lines are found from it.
-    const attemptLog = { ...log, ...traceLogFields(attemptContext), pool_id: pool.id, endpoint: target.endpointUrl };
-    const signed = await signRequest(pool, call.request(target));
-    if (!signed.ok) {
-      lease.release();
-      metrics.upstreamAttempt(pool.id, 'credential_unavailable');
-      logger.error(
-        { ...attemptLog, reason: signed.error },
-        'upstream credentials could not be obtained: the pool cannot serve',
-      );
-      return err({ kind: 'credential' });
-    }
-    const began = performance.now();
-    const sent = await deps.http.send(signed.value, { generating: operation.generating, signal });
-    const headersMs = Math.round(performance.now() - began);
-    if (!sent.ok) {
-      lease.report(healthOfTransport(sent.error));
-      lease.release();
-      const failure = failureOfTransport(sent.error);
-      if (failure.kind !== 'cancelled') {
-        metrics.upstreamAttempt(pool.id, outcomeLabel(failure));
-        logger.warn(
-          { ...attemptLog, failure: failure.kind, code: sent.error.code, elapsed_ms: headersMs },
-          'upstream attempt failed',
-        );
-      }
-      return err(failure);
-    }
-    const response = sent.value;
-    lease.report(healthOfStatus(response.status));
-    const upstreamRequestId = response.headers['request-id'];
-    if (response.status === 200 && call.accepts(response.headers['content-type'])) {
-      metrics.upstreamAttempt(pool.id, 'accepted', headersMs / 1000);
-      // The request's one info line is "completion ended"; the accepted attempt is detail.
-      logger.debug(
-        { ...attemptLog, status: 200, headers_ms: headersMs, upstream_request_id: upstreamRequestId },
-        'upstream accepted',
-      );
-      return ok(holdingLease(response, lease));
-    }
-    let failure: AttemptFailure;
-    let upstreamErrorType: string | undefined;
-    if (response.status === 200) {
-      response.discard();
-      failure = { kind: 'failed', status: 200 };
-    } else {
-      const reported = adapter.parseErrorBody((await readSmallBody(response.body)).text);
-      upstreamErrorType = reported.type;
-      failure = failureOfStatus(response.status, response.headers, reported.message);
-    }
-    lease.release();
-    metrics.upstreamAttempt(pool.id, outcomeLabel(failure), headersMs / 1000);
-    const details = {
-      ...attemptLog,
-      status: response.status,
-      failure: failure.kind,
-      upstream_error_type: upstreamErrorType,
-      headers_ms: headersMs,
-      upstream_request_id: upstreamRequestId,
-    };
-    if (failure.kind === 'credential') logger.error(details, 'upstream refused the credential: the pool cannot serve');
-    // The caller's own mistake, not the upstream's: no operator needs to look.
-    else if (failure.kind === 'rejected') logger.info(details, 'upstream rejected the request');
-    else logger.warn(details, 'upstream attempt failed');
-    return err(failure);
-  };
-
-  /** A pool that can be tried: inside the tier, credential set, adapter able to make the call. */
-  interface Ready {
-    pool: Pool;
-    adapter: UpstreamAdapter;
-    call: C;
-    upstreamModel: string;
-    credential: string | undefined;
-    /** Endpoints the balancer did not offer (ejected), in YAML order. */
-    skipped: string[];
-  }
 
   const failures: AttemptFailure[] = [];
 
   /** Tries one endpoint; `stop` when the loop is over (answered, cancelled, or a failure that does not fail over). */
   const tryEndpoint = async (
-    ready: Ready,
+    ready: Ready<C>,
     lease: EndpointLease,
   ): Promise<{ stop: FailoverOutcome<C> } | { failure: AttemptFailure }> => {
     const target = { endpointUrl: lease.endpointUrl, upstreamModel: ready.upstreamModel, credential: ready.credential };
@@ -316,16 +353,11 @@ export async function sendWithFailover<C extends PoolCall>(
     return { failure: answered.error };
   };
 
-  const tried: Ready[] = [];
+  const tried: Ready<C>[] = [];
   let attempts = 0;
   for (const { pool, upstreamModel } of plan.pools) {
-    const credential = pool.credentialEnv === undefined ? undefined : deps.credential(pool.credentialEnv);
-    if (pool.credentialEnv !== undefined && credential === undefined) {
-      metrics.upstreamAttempt(pool.id, 'credential_missing');
-      logger.error(
-        { ...log, pool_id: pool.id, credential_env: pool.credentialEnv },
-        'upstream credential env var is not set: the pool cannot serve',
-      );
+    const credential = credentialOf(pool, deps, log);
+    if (!credential.ok) {
       failures.push({ kind: 'credential' });
       continue;
     }
@@ -334,7 +366,7 @@ export async function sendWithFailover<C extends PoolCall>(
     if (call === undefined) return { kind: 'unsupported', pool };
     const checked = call.check?.();
     if (checked && !checked.ok) return { kind: 'failed', error: checked.error };
-    const ready: Ready = { pool, adapter, call, upstreamModel, credential, skipped: [] };
+    const ready: Ready<C> = { pool, adapter, call, upstreamModel, credential: credential.value, skipped: [] };
     tried.push(ready);
     const offered = new Set<string>();
     for (;;) {

@@ -25,13 +25,49 @@ export interface Router {
   countTokens(request: CountTokensRequest, signal: AbortSignal): Promise<Result<TokenCount>>;
 }
 
+/** How a completion ended, in the metrics, the call's span and one log line: never its text. */
+function reportCompletion(
+  { logger, metrics }: Pick<RouterDeps, 'logger' | 'metrics'>,
+  request: CompletionRequest,
+  ended: { poolId: string; outcome: string; firstByteMs: number | undefined; durationMs: number; usage?: TokenUsage },
+): void {
+  const { poolId, outcome, usage } = ended;
+  metrics.completion({ environment: request.environment, poolId, outcome }, ended.durationMs / 1000, usage);
+  // The call's span (the gRPC server span): what the completion came to, never its text.
+  annotateSpan(request.traceContext, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.request.model': boundedAttribute(request.model),
+    'gen_ai.usage.input_tokens': usage?.inputTokens,
+    'gen_ai.usage.output_tokens': usage?.outputTokens,
+    'gateway.pool_id': poolId,
+    'gateway.outcome': outcome,
+  });
+  logger.info(
+    {
+      ...requestLogFields(request),
+      environment: request.environment,
+      model: request.model,
+      stream: request.stream,
+      pool_id: poolId,
+      outcome,
+      first_byte_ms: ended.firstByteMs,
+      duration_ms: ended.durationMs,
+      input_tokens: usage?.inputTokens,
+      output_tokens: usage?.outputTokens,
+      cache_read_input_tokens: usage?.cacheReadInputTokens,
+      cache_creation_input_tokens: usage?.cacheCreationInputTokens,
+    },
+    'completion ended',
+  );
+}
+
 /**
  * Test keys go to the stub (or the estimate), live keys upstream. Every call ends with one log line:
  * ids, pool, outcome, timings and token counts, never text; completions also with their metrics. A call
  * holds its body's bytes in `bodies` until it ends, or is refused at once when they do not fit.
  */
 export function createRouter(deps: RouterDeps): Router {
-  const { logger, metrics } = deps;
+  const { logger } = deps;
   async function* answer(request: CompletionRequest, signal: AbortSignal): CompletionStream {
     const held = deps.bodies.reservation();
     if (!held.take(request.body.byteLength)) {
@@ -69,33 +105,7 @@ export function createRouter(deps: RouterDeps): Router {
       } finally {
         if (outcome === 'incomplete' && signal.aborted) outcome = 'cancelled';
         const durationMs = Math.round(performance.now() - began);
-        metrics.completion({ environment: request.environment, poolId, outcome }, durationMs / 1000, usage);
-        // The call's span (the gRPC server span): what the completion came to, never its text.
-        annotateSpan(request.traceContext, {
-          'gen_ai.operation.name': 'chat',
-          'gen_ai.request.model': boundedAttribute(request.model),
-          'gen_ai.usage.input_tokens': usage?.inputTokens,
-          'gen_ai.usage.output_tokens': usage?.outputTokens,
-          'gateway.pool_id': poolId,
-          'gateway.outcome': outcome,
-        });
-        logger.info(
-          {
-            ...requestLogFields(request),
-            environment: request.environment,
-            model: request.model,
-            stream: request.stream,
-            pool_id: poolId,
-            outcome,
-            first_byte_ms: firstByteMs,
-            duration_ms: durationMs,
-            input_tokens: usage?.inputTokens,
-            output_tokens: usage?.outputTokens,
-            cache_read_input_tokens: usage?.cacheReadInputTokens,
-            cache_creation_input_tokens: usage?.cacheCreationInputTokens,
-          },
-          'completion ended',
-        );
+        reportCompletion(deps, request, { poolId, outcome, firstByteMs, durationMs, usage });
       }
     },
 

@@ -1,18 +1,20 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
-import type { quotav1 } from '@gw/proto';
-import { windowOf } from '../rate-limit';
-import type { Restoration } from '../restoration';
-import { isJsonContentType } from '../validation';
-import type { LeaseRef } from '../leases';
+import type { BodyKind } from '../body-checks/body-checks';
+import type { AccountLimits } from '../domain/limits';
+import type { Authorization } from '../domain/authorization';
+import { isLive } from '../domain/key';
+import type { VerifiedKey } from '../domain/key';
+import type { LeaseRef } from '../domain/leases';
+import type { Restoration } from '../domain/restoration';
+import { isJsonContentType } from '../domain/validation';
 import type { Reservation } from './reserve';
-import { callScope } from './types';
-import type { Authorization, CallerRequest, MessagesDeps } from './types';
+import type { AdmitDeps, CallerRequest } from './types';
 
-/** What an admitted request carries into the relay: everything checked and charged. */
+/** What an admitted request carries on: everything checked and charged. */
 export interface Admission {
-  key: commonv1.KeyContext;
+  key: VerifiedKey;
   model: string;
   streamed: boolean;
   /** Live keys are billed; test keys are served by the stub at cost 0. */
@@ -27,7 +29,7 @@ export interface Admission {
   leaseTtlMs: number;
   /** The per-minute window, this request counted in it. */
   window: RateLimitWindow;
-  limits: quotav1.EffectiveLimits | undefined;
+  limits: AccountLimits | undefined;
   /** Mode `tokenise`: how to put the originals back into the completion. */
   restoration: Restoration | undefined;
   /** Mode `flag`: entity counts by type. */
@@ -44,17 +46,19 @@ export const notJsonError = () =>
 
 /**
  * Stage 3, for a verified key: media type and body (413/400), policy (404/403/422), billing
- * availability (503), then the limits (429), in that order. Nothing is sent upstream and no per-minute
- * slot or allowance is consumed until every check has passed. With a reservation, Acquire charges that
- * lease, and the caller releases it after any refusal (quota has freed it already when it refused the
- * Acquire itself, but a lost reply leaves that unknown); without one (the upload had all arrived when the
- * key was verified), Acquire takes the concurrency slot together with the rest, in one round trip.
+ * availability for what is billed (503), then the limits (429), in that order. Nothing is sent upstream
+ * and no per-minute slot or allowance is consumed until every check has passed. With a reservation,
+ * Acquire charges that lease, and the caller releases it after any refusal (quota has freed it already
+ * when it refused the Acquire itself, but a lost reply leaves that unknown); without one (the upload had
+ * all arrived when the key was verified), Acquire takes the concurrency slot together with the rest, in
+ * one round trip. A token count (`count_tokens`) passes the same checks and is never billed.
  */
 export async function admit(
-  deps: MessagesDeps,
+  deps: AdmitDeps,
   request: CallerRequest,
-  key: commonv1.KeyContext,
+  key: VerifiedKey,
   reservation: Reservation | undefined,
+  kind: BodyKind = 'messages',
 ): Promise<Result<Admission>> {
   if (!isJsonContentType(request.contentType)) {
     request.discardBody();
@@ -62,20 +66,17 @@ export async function admit(
   }
   const raw = await request.readBody(deps.bodyLimitFor(key.plan));
   if (!raw.ok) return raw;
-  const body = await deps.checkBody('messages', raw.value, key.accountId);
+  const body = await deps.checkBody(kind, raw.value, key.accountId);
   if (!body.ok) return body;
   const { model } = body.value;
 
   const authorized = await deps.authorize(key, model, raw.value, request);
   if (!authorized.ok) return authorized;
-  const live = key.environment === commonv1.Environment.LIVE;
+  const live = isLive(key);
   // Never serve what cannot be billed: refuse until usage can be recorded again.
-  if (live && deps.billingUnavailable()) return err(billingUnavailableError());
+  if (kind === 'messages' && live && deps.billingUnavailable()) return err(billingUnavailableError());
 
-  const admitted = await deps.clients.quota.acquire(
-    { key, requestId: request.requestId, leaseId: reservation?.lease.leaseId },
-    callScope(request),
-  );
+  const admitted = await deps.quota.acquire(key, reservation?.lease.leaseId, request);
   if (!admitted.ok) return admitted;
   const decision = authorized.value;
   return ok({
@@ -84,23 +85,20 @@ export async function admit(
     streamed: body.value.stream,
     live,
     inputEstimate: body.value.inputEstimate,
-    body: decision.bodyJson ?? raw.value,
+    body: decision.body ?? raw.value,
     pools: decision.pools,
     lease: reservation?.lease ?? {
       accountId: key.accountId,
       environment: key.environment,
       leaseId: admitted.value.leaseId,
     },
-    leaseTtlMs: reservation?.leaseTtlMs ?? Number(admitted.value.leaseTtlMs),
-    window: windowOf(admitted.value.window!),
+    leaseTtlMs: reservation?.leaseTtlMs ?? admitted.value.leaseTtlMs,
+    window: admitted.value.window,
     limits: admitted.value.limits,
     restoration:
       decision.placeholders.length > 0
         ? deps.restorationFor(decision.placeholders, decision.placeholderNonce)
         : undefined,
-    privacyFlags:
-      key.privacyMode === commonv1.PrivacyMode.FLAG
-        ? Object.fromEntries(Object.entries(decision.privacyFlags).map(([type, count]) => [type, Number(count)]))
-        : undefined,
+    privacyFlags: key.privacyMode === commonv1.PrivacyMode.FLAG ? decision.privacyFlags : undefined,
   });
 }

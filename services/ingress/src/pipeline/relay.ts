@@ -1,11 +1,12 @@
 import type { GatewayError } from '@gw/errors';
-import { expiredError } from '../in-flight';
-import { restoreMessage, StreamRestoration } from '../restoration';
 import { boundedUsage } from '@gw/usage';
 import type { UsageCounts as TokenCounts } from '@gw/usage';
+import type { UpstreamEvent } from '../clients/router';
+import { expiredError } from '../domain/in-flight';
+import { restoreMessage, StreamRestoration } from '../domain/restoration';
+import type { Restoration } from '../domain/restoration';
 import type { Admission } from './admit';
-import { callScope } from './types';
-import type { CallerRequest, MessagesDeps, ResponseSink } from './types';
+import type { CallerRequest, RelayDeps, ResponseSink } from './types';
 
 /** What the relay learnt, kept outside it so that settling sees it whatever ended the relay. */
 export interface RelayState {
@@ -39,8 +40,28 @@ export function newRelayState(): RelayState {
   return { streamOpened: false, reportedOutputTokens: 0, usageCapped: false, deltasRelayed: 0 };
 }
 
-/** Milliseconds a timer can wait; a key expiring later than that cannot end a request in flight. */
-const longestTimerMs = 2 ** 31 - 1;
+/** What the client is sent for one upstream event, in order. */
+export type RelayOutput =
+  | { kind: 'dropped_betas'; names: string[] }
+  | { kind: 'start_stream'; region: string }
+  | { kind: 'event'; event: string; data: string };
+
+/** What the reducer needs besides the state: the request's shape and how to restore its originals. */
+export interface RelayContext {
+  streamed: boolean;
+  /** Mode `tokenise`: the stream's restorer (it holds back what may still become a placeholder). */
+  streamRestoration: Pick<StreamRestoration, 'transform'> | undefined;
+  restoration: Restoration | undefined;
+}
+
+/** A content delta reached the client: counted (each carries at least one token) and, the first, timed. */
+export function deltaWritten(state: RelayState, nowUnixMs: number): RelayState {
+  return {
+    ...state,
+    deltasRelayed: state.deltasRelayed + 1,
+    firstDeltaAtUnixMs: state.firstDeltaAtUnixMs ?? nowUnixMs,
+  };
+}
 
 const noCounts: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
@@ -51,141 +72,173 @@ interface UpstreamUsage {
   cache_creation_input_tokens?: number;
 }
 
-/** A count as the upstream wrote it; anything but a number is 0 (bounded by `bounded`). */
+/** A count as the upstream wrote it; anything but a number is 0 (then bounded). */
 const count = (value: unknown) => (typeof value === 'number' ? value : 0);
 
 /** The counts bounded as quota and metering bound them; an implausible one is noted for the metric. */
-function bounded(state: RelayState, counts: TokenCounts): TokenCounts {
+function bounded(state: RelayState, counts: TokenCounts): { state: RelayState; counts: TokenCounts } {
   const result = boundedUsage(counts);
-  if (result.capped) state.usageCapped = true;
-  return result.counts;
+  return { state: result.capped ? { ...state, usageCapped: true } : state, counts: result.counts };
 }
 
 /** Reads the usage of `message_start` and `message_delta`; a payload that is not JSON bills nothing more. */
-function observeUsage(state: RelayState, event: string, data: string): void {
+export function observeUsage(state: RelayState, event: string, data: string): RelayState {
+  let parsed: unknown;
   try {
-    if (event === 'message_start') {
-      const usage = (JSON.parse(data) as { message?: { usage?: UpstreamUsage } }).message?.usage;
-      if (usage) {
-        state.startUsage = bounded(state, {
-          inputTokens: count(usage.input_tokens),
-          outputTokens: count(usage.output_tokens),
-          cacheReadInputTokens: count(usage.cache_read_input_tokens),
-          cacheCreationInputTokens: count(usage.cache_creation_input_tokens),
-        });
-      }
-    } else {
-      const usage = (JSON.parse(data) as { usage?: UpstreamUsage }).usage;
-      if (usage) {
-        const output = bounded(state, { ...noCounts, outputTokens: count(usage.output_tokens) }).outputTokens;
-        state.reportedOutputTokens = Math.max(state.reportedOutputTokens, output);
-      }
-    }
+    parsed = JSON.parse(data);
   } catch {
     // Not JSON: the relay passes it on as the upstream sent it; billing keeps what it knew.
+    return state;
   }
+  if (event === 'message_start') {
+    const usage = (parsed as { message?: { usage?: UpstreamUsage } } | null)?.message?.usage;
+    if (!usage) return state;
+    const start = bounded(state, {
+      inputTokens: count(usage.input_tokens),
+      outputTokens: count(usage.output_tokens),
+      cacheReadInputTokens: count(usage.cache_read_input_tokens),
+      cacheCreationInputTokens: count(usage.cache_creation_input_tokens),
+    });
+    return { ...start.state, startUsage: start.counts };
+  }
+  const usage = (parsed as { usage?: UpstreamUsage } | null)?.usage;
+  if (!usage) return state;
+  const output = bounded(state, { ...noCounts, outputTokens: count(usage.output_tokens) });
+  return {
+    ...output.state,
+    reportedOutputTokens: Math.max(state.reportedOutputTokens, output.counts.outputTokens),
+  };
+}
+
+/** An SSE event: usage observed, then written (through the restorer), `message_stop` held for settling. */
+function relaySse(state: RelayState, name: string, data: string, context: RelayContext) {
+  let next = name === 'message_start' || name === 'message_delta' ? observeUsage(state, name, data) : state;
+  const outputs: RelayOutput[] = [];
+  const relayed = context.streamRestoration ? context.streamRestoration.transform(name, data) : [[name, data] as const];
+  for (const [relayedName, relayedData] of relayed) {
+    if (relayedName === 'message_stop') {
+      next = { ...next, heldStop: relayedData };
+      continue;
+    }
+    outputs.push({ kind: 'event', event: relayedName, data: relayedData });
+  }
+  return { state: next, outputs };
 }
 
 /**
- * Stage 4: the router's events to the client. A streamed answer is written event by event (through the
- * privacy restorer in mode `tokenise`); `message_stop` and a whole answer are held for settling. The
- * upstream call ends when the client goes away or the key stops working (revocation, `expires_at`).
+ * The relay's reducer: one upstream event, the state before it, and what the client is sent for it.
+ * Pure but for the stream restorer, which holds back text across events by design.
  */
-export async function relay(
-  deps: MessagesDeps,
-  request: CallerRequest,
-  sink: ResponseSink,
-  admission: Admission,
-  keyRevoked: AbortSignal,
+export function relayEvent(
   state: RelayState,
-): Promise<void> {
-  const { key } = admission;
+  event: UpstreamEvent,
+  context: RelayContext,
+): { state: RelayState; outputs: RelayOutput[] } {
+  switch (event.kind) {
+    case 'started': {
+      const outputs: RelayOutput[] = [];
+      if (event.droppedBetas.length > 0) outputs.push({ kind: 'dropped_betas', names: event.droppedBetas });
+      if (context.streamed) outputs.push({ kind: 'start_stream', region: event.region });
+      const started = { poolId: event.poolId, region: event.region };
+      return { state: { ...state, started, streamOpened: state.streamOpened || context.streamed }, outputs };
+    }
+    case 'sse':
+      return relaySse(state, event.event, event.data, context);
+    case 'message': {
+      const heldMessage = context.restoration ? restoreMessage(event.json, context.restoration) : event.json;
+      return { state: { ...state, heldMessage }, outputs: [] };
+    }
+    case 'finished': {
+      if (!event.usage) return { state, outputs: [] };
+      const final = bounded(state, event.usage);
+      return { state: { ...final.state, finalUsage: final.counts }, outputs: [] };
+    }
+  }
+}
+
+function write(sink: ResponseSink, output: RelayOutput): void {
+  if (output.kind === 'dropped_betas') sink.setDroppedBetas(output.names);
+  else if (output.kind === 'start_stream') sink.startStream(output.region);
+  else sink.writeEvent(output.event, output.data);
+}
+
+/** Milliseconds a timer can wait; a key expiring later than that cannot end a request in flight. */
+const longestTimerMs = 2 ** 31 - 1;
+
+/** Aborted when the key stops working: a revocation, or its `expires_at` passing while the request runs. */
+function keyStopSignal(keyRevoked: AbortSignal, expiresAtUnixMs: number | undefined) {
   const keyStopped = new AbortController();
   const stopOnRevocation = () => keyStopped.abort(keyRevoked.reason);
   keyRevoked.addEventListener('abort', stopOnRevocation, { once: true });
   if (keyRevoked.aborted) stopOnRevocation();
-  const untilExpiry = key.expiresAtUnixMs === undefined ? undefined : Number(key.expiresAtUnixMs) - Date.now();
+  const untilExpiry = expiresAtUnixMs === undefined ? undefined : expiresAtUnixMs - Date.now();
   const expiry =
     untilExpiry !== undefined && untilExpiry <= longestTimerMs
       ? setTimeout(() => keyStopped.abort(expiredError()), Math.max(0, untilExpiry))
       : undefined;
-  const restoration = admission.restoration;
+  return {
+    signal: keyStopped.signal,
+    dispose: () => {
+      clearTimeout(expiry);
+      keyRevoked.removeEventListener('abort', stopOnRevocation);
+    },
+  };
+}
+
+/** Where the relay keeps its state, so that settling reads it whatever ended the relay. */
+export interface RelayStateRef {
+  current: RelayState;
+}
+
+/**
+ * Stage 4: the router's events to the client, folded through `relayEvent`. A streamed answer is written
+ * event by event (through the privacy restorer in mode `tokenise`); `message_stop` and a whole answer
+ * are held for settling. The upstream call ends when the client goes away or the key stops working
+ * (revocation, `expires_at`).
+ */
+export async function relay(
+  deps: Pick<RelayDeps, 'router' | 'completionTimeoutMs'>,
+  request: CallerRequest,
+  sink: ResponseSink,
+  admission: Admission,
+  keyRevoked: AbortSignal,
+  ref: RelayStateRef,
+): Promise<void> {
+  const keyStop = keyStopSignal(keyRevoked, admission.key.expiresAtUnixMs);
+  const { restoration, streamed } = admission;
   const streamRestoration = restoration && new StreamRestoration(restoration);
-  state.relayStartedAt = performance.now();
+  ref.current = { ...ref.current, relayStartedAt: performance.now() };
   try {
-    const events = deps.clients.router.complete(
+    const events = deps.router.complete(
       {
-        requestId: request.requestId,
-        key,
+        key: admission.key,
         model: admission.model,
         pools: admission.pools,
-        bodyJson: admission.body,
-        stream: admission.streamed,
+        body: admission.body,
+        stream: streamed,
         headers: request.protocolHeaders,
         query: request.query,
       },
-      {
-        ...callScope(request),
-        signal: AbortSignal.any([request.signal, keyStopped.signal]),
-        timeoutMs: deps.completionTimeoutMs,
-      },
+      request,
+      { signal: AbortSignal.any([request.signal, keyStop.signal]), timeoutMs: deps.completionTimeoutMs },
     );
     for await (const item of events) {
-      state.firstEventAt ??= performance.now();
+      ref.current.firstEventAt ??= performance.now();
       if (!item.ok) {
-        state.failure = item.error;
+        ref.current = { ...ref.current, failure: item.error };
         break;
       }
-      const event = item.value.event;
-      switch (event.case) {
-        case 'started':
-          state.started = { poolId: event.value.poolId, region: event.value.region };
-          if (event.value.droppedBetas.length > 0) sink.setDroppedBetas(event.value.droppedBetas);
-          if (admission.streamed) {
-            sink.startStream(state.started.region);
-            state.streamOpened = true;
-          }
-          break;
-        case 'sse': {
-          const name = event.value.event;
-          const data = Buffer.from(event.value.data).toString('utf8');
-          if (name === 'message_start' || name === 'message_delta') observeUsage(state, name, data);
-          const relayed = streamRestoration ? streamRestoration.transform(name, data) : [[name, data] as const];
-          for (const [relayedName, relayedData] of relayed) {
-            if (relayedName === 'message_stop') {
-              state.heldStop = relayedData;
-              continue;
-            }
-            sink.writeEvent(relayedName, relayedData);
-            if (relayedName === 'content_block_delta') {
-              state.deltasRelayed += 1;
-              state.firstDeltaAtUnixMs ??= Date.now();
-            }
-          }
-          break;
+      const step = relayEvent(ref.current, item.value, { streamed, streamRestoration, restoration });
+      ref.current = step.state;
+      for (const output of step.outputs) {
+        write(sink, output);
+        if (output.kind === 'event' && output.event === 'content_block_delta') {
+          ref.current = deltaWritten(ref.current, Date.now());
         }
-        case 'message':
-          state.heldMessage = restoration ? restoreMessage(event.value.json, restoration) : event.value.json;
-          break;
-        case 'finished': {
-          const usage = event.value.usage;
-          if (usage) {
-            state.finalUsage = bounded(state, {
-              inputTokens: Number(usage.inputTokens),
-              outputTokens: Number(usage.outputTokens),
-              cacheReadInputTokens: Number(usage.cacheReadInputTokens),
-              cacheCreationInputTokens: Number(usage.cacheCreationInputTokens),
-            });
-          }
-          break;
-        }
-        default:
-          break;
       }
     }
   } finally {
-    clearTimeout(expiry);
-    keyRevoked.removeEventListener('abort', stopOnRevocation);
-    if (keyStopped.signal.aborted) state.keyStop = keyStopped.signal.reason as GatewayError;
+    keyStop.dispose();
+    if (keyStop.signal.aborted) ref.current = { ...ref.current, keyStop: keyStop.signal.reason as GatewayError };
   }
 }

@@ -1,10 +1,8 @@
 import { ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
-import type { commonv1 } from '@gw/proto';
-import type { LeaseRef } from '../leases';
-import { windowOf } from '../rate-limit';
-import { callScope } from './types';
-import type { PipelineClients, RequestScope } from './types';
+import type { VerifiedKey } from '../domain/key';
+import type { LeaseRef } from '../domain/leases';
+import type { ReserveDeps, RequestScope } from './types';
 
 /** A concurrency slot held for a verified request, from before its body is read. */
 export interface Reservation {
@@ -22,15 +20,15 @@ export interface Reservation {
  * consumes no per-minute slot and no allowance.
  */
 export async function reserve(
-  quota: PipelineClients['quota'],
-  key: commonv1.KeyContext,
+  quota: ReserveDeps['quota'],
+  key: VerifiedKey,
   scope: RequestScope,
 ): Promise<Result<Reservation>> {
-  const reserved = await quota.reserve({ key, requestId: scope.requestId }, callScope(scope));
+  const reserved = await quota.reserve(key, scope);
   if (!reserved.ok) return reserved;
   return ok({
     lease: { accountId: key.accountId, environment: key.environment, leaseId: reserved.value.leaseId },
-    leaseTtlMs: Number(reserved.value.leaseTtlMs),
-    window: windowOf(reserved.value.window!),
+    leaseTtlMs: reserved.value.leaseTtlMs,
+    window: reserved.value.window,
   });
 }

@@ -5,7 +5,8 @@ import { billableTokens } from '@gw/usage';
 import type { UsageCounts as TokenCounts } from '@gw/usage';
 import type { Admission } from './admit';
 import type { RelayState } from './relay';
-import type { CallerRequest, MessagesDeps, ResponseSink } from './types';
+import type { SettledRequest } from '../telemetry/edge-metrics';
+import type { CallerRequest, ResponseSink, SettleDeps, UsageEventInit } from './types';
 
 const noTokens: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
@@ -57,6 +58,91 @@ export interface SettleInput {
   startedAt: number;
 }
 
+/** What settling decided about a request: how it ended, what it consumed, what is billed. */
+export interface Settlement {
+  end: RequestEnd;
+  failure: GatewayError | undefined;
+  tokens: TokenCounts;
+  billable: number;
+  gatewayFailed: boolean;
+  startedAt: number;
+  endedAt: number;
+}
+
+/** The usage event of a settled request, field by field: what metering bills and the dashboard shows. */
+export function usageEventOf(
+  requestId: string,
+  admission: Admission,
+  state: RelayState,
+  settled: Settlement,
+): UsageEventInit {
+  const { key, limits } = admission;
+  const { tokens } = settled;
+  return {
+    eventId: requestId,
+    accountId: key.accountId,
+    keyId: key.keyId,
+    environment: key.environment,
+    model: admission.model,
+    poolId: state.started?.poolId ?? '',
+    region: state.started?.region ?? '',
+    inputTokens: BigInt(tokens.inputTokens),
+    outputTokens: BigInt(tokens.outputTokens),
+    cacheReadInputTokens: BigInt(tokens.cacheReadInputTokens),
+    cacheCreationInputTokens: BigInt(tokens.cacheCreationInputTokens),
+    billableTokens: BigInt(settled.billable),
+    outcome: settled.gatewayFailed ? eventsv1.Outcome.GATEWAY_ERROR : outcomes[settled.end],
+    errorType: settled.failure?.type ?? '',
+    plan: key.plan,
+    allowanceTokens: BigInt(limits?.monthlyTokens ?? 0),
+    overageEnabled: limits?.overage ?? false,
+    startedAtUnixMs: BigInt(settled.startedAt),
+    endedAtUnixMs: BigInt(settled.endedAt),
+    streamed: admission.streamed,
+  };
+}
+
+/** The metrics of a settled request. */
+export function settledRequestOf(admission: Admission, state: RelayState, settled: Settlement): SettledRequest {
+  const routerFirstEventMs = elapsedMs(state.relayStartedAt, state.firstEventAt);
+  return {
+    model: admission.model,
+    region: state.started?.region ?? '',
+    environment: admission.key.environment,
+    streamed: admission.streamed,
+    completed: settled.end === 'ok' && settled.failure === undefined,
+    errorType: settled.failure?.type,
+    tokens: settled.tokens,
+    usageCapped: state.usageCapped,
+    seconds: (settled.endedAt - settled.startedAt) / 1000,
+    firstTokenSeconds:
+      state.firstDeltaAtUnixMs === undefined ? undefined : (state.firstDeltaAtUnixMs - settled.startedAt) / 1000,
+    routerFirstEventSeconds: routerFirstEventMs === undefined ? undefined : routerFirstEventMs / 1000,
+    residency: admission.key.residency,
+  };
+}
+
+/** The request's log line: ids and numbers, and where the time went. */
+function requestLogFields(admission: Admission, state: RelayState, settled: Settlement, usageMs: number) {
+  return {
+    duration_ms: settled.endedAt - settled.startedAt,
+    key_id: admission.key.keyId,
+    account_id: admission.key.accountId,
+    model: admission.model,
+    status: settled.end,
+    error_type: settled.failure?.type,
+    pool_id: state.started?.poolId,
+    region: state.started?.region,
+    streamed: admission.streamed,
+    input_tokens: settled.tokens.inputTokens,
+    output_tokens: settled.tokens.outputTokens,
+    billable_tokens: settled.billable,
+    // Where the time went: the router's first event after the call, and the wait for a durable usage event.
+    first_event_ms: elapsedMs(state.relayStartedAt, state.firstEventAt),
+    usage_ms: Math.round(usageMs * 100) / 100,
+  };
+}
+
 /**
  * Stage 5, run whatever ended the request (success, client gone, upstream error, key stopped, an
  * exception in the relay): the lease is released with the tokens consumed, the usage event is made
@@ -64,87 +150,37 @@ export interface SettleInput {
  * usage can be lost. Never throws.
  */
 export async function settle(
-  deps: MessagesDeps,
+  deps: SettleDeps,
   request: CallerRequest,
   sink: ResponseSink,
   input: SettleInput,
 ): Promise<void> {
   const { admission, state } = input;
-  const { key } = admission;
   const { end, failure } = requestEnd(request, state, admission);
   const tokens = consumedTokens(state, end, admission.inputEstimate);
   const billable = admission.live ? billableTokens(tokens) : 0;
   input.releaseLease(BigInt(billable));
   const usageStartedAt = performance.now();
-  await deps.recordUsage(
-    {
-      eventId: request.requestId,
-      accountId: key.accountId,
-      keyId: key.keyId,
-      environment: key.environment,
-      model: admission.model,
-      poolId: state.started?.poolId ?? '',
-      region: state.started?.region ?? '',
-      inputTokens: BigInt(tokens.inputTokens),
-      outputTokens: BigInt(tokens.outputTokens),
-      cacheReadInputTokens: BigInt(tokens.cacheReadInputTokens),
-      cacheCreationInputTokens: BigInt(tokens.cacheCreationInputTokens),
-      billableTokens: BigInt(billable),
-      outcome: input.gatewayFailed ? eventsv1.Outcome.GATEWAY_ERROR : outcomes[end],
-      errorType: failure?.type ?? '',
-      plan: key.plan,
-      allowanceTokens: admission.limits?.monthlyTokens ?? 0n,
-      overageEnabled: admission.limits?.overage ?? false,
-      startedAtUnixMs: BigInt(input.startedAt),
-      endedAtUnixMs: BigInt(Date.now()),
-      streamed: admission.streamed,
-    },
-    request,
-  );
+  const settled = (endedAt: number): Settlement => ({
+    end,
+    failure,
+    tokens,
+    billable,
+    gatewayFailed: input.gatewayFailed,
+    startedAt: input.startedAt,
+    endedAt,
+  });
+  await deps.recordUsage(usageEventOf(request.requestId, admission, state, settled(Date.now())), request);
   const usageMs = performance.now() - usageStartedAt;
   try {
     finishResponse(request, sink, admission, state, end, failure);
   } catch (error) {
     // The connection broke while the end was written: nothing more can reach this client.
-    deps.logFailure(error, request, { stage: 'settle' });
+    deps.log.failure(error, request, { stage: 'settle' });
   }
-  const endedAt = Date.now();
-  const routerFirstEventMs = elapsedMs(state.relayStartedAt, state.firstEventAt);
-  deps.reportSettled(
-    {
-      model: admission.model,
-      region: state.started?.region ?? '',
-      environment: key.environment,
-      streamed: admission.streamed,
-      completed: end === 'ok' && failure === undefined,
-      errorType: failure?.type,
-      tokens,
-      usageCapped: state.usageCapped,
-      seconds: (endedAt - input.startedAt) / 1000,
-      firstTokenSeconds:
-        state.firstDeltaAtUnixMs === undefined ? undefined : (state.firstDeltaAtUnixMs - input.startedAt) / 1000,
-      routerFirstEventSeconds: routerFirstEventMs === undefined ? undefined : routerFirstEventMs / 1000,
-      residency: key.residency,
-    },
-    request,
-  );
-  deps.logRequest(request, {
-    duration_ms: endedAt - input.startedAt,
-    key_id: key.keyId,
-    account_id: key.accountId,
-    model: admission.model,
-    status: end,
-    error_type: failure?.type,
-    pool_id: state.started?.poolId,
-    region: state.started?.region,
-    streamed: admission.streamed,
-    input_tokens: tokens.inputTokens,
-    output_tokens: tokens.outputTokens,
-    billable_tokens: billable,
-    // Where the time went: the router's first event after the call, and the wait for a durable usage event.
-    first_event_ms: routerFirstEventMs,
-    usage_ms: Math.round(usageMs * 100) / 100,
-  });
+  const done = settled(Date.now());
+  deps.reportSettled(settledRequestOf(admission, state, done), request);
+  deps.log.request(request, requestLogFields(admission, state, done, usageMs));
 }
 
 function finishResponse(

@@ -1,27 +1,19 @@
-import type { Context } from '@opentelemetry/api';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
-import type { commonv1, eventsv1, MessageInitShape, policyv1 } from '@gw/proto';
-import type { BodyChecks } from '../body-checks';
-import type { CatalogueFollower } from '../catalogue-snapshot';
-import type { Clients } from '../clients';
-import type { SettledRequest } from '../edge-metrics';
-import type { InFlightRequests } from '../in-flight';
-import type { LeaseKeeper } from '../leases';
-import type { Restoration } from '../restoration';
+import type { eventsv1, MessageInitShape } from '@gw/proto';
+import type { BodyChecks } from '../body-checks/body-checks';
+import type { QuotaClient } from '../clients/quota';
+import type { RouterClient } from '../clients/router';
+import type { Authorize } from '../domain/authorization';
+import type { InFlightRequests } from '../domain/in-flight';
+import type { LeaseKeeper } from '../domain/leases';
+import type { KeyVerifier } from '../domain/verified-keys';
+import type { RequestScope } from '../domain/request-scope';
+import type { Restoration } from '../domain/restoration';
+import type { SettledRequest } from '../telemetry/edge-metrics';
 
-/** Whom the gateway's calls for one request are made for: its id and, while tracing is on, its span's context. */
-export interface RequestScope {
-  requestId: string;
-  traceContext?: Context;
-}
-
-/**
- * The options of a gRPC call made for a request: its id and its trace context, and nothing else of what
- * the scope may be (a CallerRequest's own signal must not cancel every call).
- */
-export function callScope(scope: RequestScope): { requestId: string; traceContext?: Context } {
-  return { requestId: scope.requestId, traceContext: scope.traceContext };
-}
+export type { RequestScope } from '../domain/request-scope';
+export type { KeyVerifier } from '../domain/verified-keys';
+export { callScope } from '../domain/request-scope';
 
 /** One request as the HTTP edge hands it over. */
 export interface CallerRequest extends RequestScope {
@@ -68,64 +60,66 @@ export interface ResponseSink {
 
 export type UsageEventInit = MessageInitShape<typeof eventsv1.UsageEventSchema>;
 
-/** The policy decision a completion needs: candidate pools and, where a privacy mode applied, the body to send. */
-export type Authorization = Pick<
-  policyv1.AuthorizeResponse,
-  'pools' | 'bodyJson' | 'privacyFlags' | 'placeholders' | 'placeholderNonce'
->;
-
-/** Verifies a presented key (from a cache kept exact by the revocation channel, else from auth). */
-export interface KeyVerifier {
-  verify(presentedKey: string, sourceAddress: string, scope: RequestScope): Promise<Result<commonv1.KeyContext>>;
-}
-
-/** Decides model, plan, key permissions and residency, and applies the key's privacy mode. */
-export type Authorize = (
-  key: commonv1.KeyContext,
-  model: string,
-  body: Buffer,
-  scope: RequestScope,
-) => Promise<Result<Authorization>>;
-
-/** The quota and router calls of the request path; the gRPC clients, or fakes in tests. */
-export interface PipelineClients {
-  quota: Pick<Clients['quota'], 'reserve' | 'acquire' | 'peek'>;
-  router: Pick<Clients['router'], 'complete'>;
-}
-
-export interface MessagesDeps {
-  clients: PipelineClients;
-  /** Deadline of a completion's router stream: no call lives for ever. */
-  completionTimeoutMs: number;
-  keys: KeyVerifier;
-  authorize: Authorize;
-  leases: Pick<LeaseKeeper, 'hold'>;
-  inFlight: InFlightRequests;
-  /** Hands a usage event to the metering pipeline; resolves once it is durable (or its loss logged), never rejects. */
-  recordUsage(event: UsageEventInit, request: RequestScope): Promise<void>;
-  /** The metrics of a request that reached the relay: tokens, time to first token, the gateway's added time. */
-  reportSettled(settled: SettledRequest, request: RequestScope): void;
+/** The request log: one structured line per request, and the gateway's own failures. */
+export interface RequestLog {
   /** One structured line per request (with its id and trace ids): ids and numbers, never content. */
-  logRequest(request: RequestScope, fields: Record<string, unknown>): void;
+  request(scope: RequestScope, fields: Record<string, unknown>): void;
   /** A failure of the gateway's own code: logged with its stack, never shown to the caller. */
-  logFailure(error: unknown, request: RequestScope, fields: Record<string, unknown>): void;
+  failure(error: unknown, scope: RequestScope, fields: Record<string, unknown>): void;
+}
+
+/** What answering a verified key's refusal needs: a look at its window that charges nothing. */
+export interface RefusalDeps {
+  quota: Pick<QuotaClient, 'peek'>;
+}
+
+/** Stage 2 and the concurrency lease: reserved before the body, kept alive while the request runs. */
+export interface ReserveDeps {
+  quota: Pick<QuotaClient, 'reserve'>;
+  leases: Pick<LeaseKeeper, 'hold'>;
+}
+
+/** Stage 3: body, policy, billing availability and the limits. */
+export interface AdmitDeps {
   /** The body size limit of a plan: the gateway's, or the plan's where that is lower. */
   bodyLimitFor(plan: string): number;
   /** Parses and validates a body read whole (400 naming the field); large ones off the event loop. */
   checkBody: BodyChecks['check'];
-  /** True while usage events cannot be kept (the durable buffer is full): live requests are refused. */
+  authorize: Authorize;
+  /** True while usage events cannot be kept (the durable buffer is full): live completions are refused. */
   billingUnavailable(): boolean;
+  quota: Pick<QuotaClient, 'acquire'>;
   /** Mode `tokenise`: puts this request's originals back into its completion (kept for this request only). */
   restorationFor(placeholders: { placeholder: string; original: string }[], nonce: string): Restoration;
+}
+
+/** Stage 4: the router's events to the client. */
+export interface RelayDeps {
+  router: Pick<RouterClient, 'complete'>;
+  /** Deadline of a completion's router stream: no call lives for ever. */
+  completionTimeoutMs: number;
   /** Mode `flag`: counts entities by type in the metrics. */
   countPrivacyFlags(counts: Record<string, number>): void;
 }
 
-/** What the other public endpoints need besides the request path: every service client. */
-export interface GatewayDeps extends MessagesDeps {
-  clients: Clients;
-  /** Deadline of a token count through the router (the upstream counts, or the router estimates). */
-  countTokensTimeoutMs: number;
-  /** The catalogue policy pushed, once it has arrived: model listings need no call. */
-  catalogue: Pick<CatalogueFollower, 'current'>;
+/** Stage 5: the lease, the usage event, the end of the answer, the metrics and the log line. */
+export interface SettleDeps {
+  /** Hands a usage event to the metering pipeline; resolves once it is durable (or its loss logged), never rejects. */
+  recordUsage(event: UsageEventInit, request: RequestScope): Promise<void>;
+  /** The metrics of a request that reached the relay: tokens, time to first token, the gateway's added time. */
+  reportSettled(settled: SettledRequest, request: RequestScope): void;
+  log: RequestLog;
+}
+
+/** POST /v1/messages: each stage's own dependencies. */
+export interface MessagesDeps {
+  keys: KeyVerifier;
+  /** The requests in flight by key, so that a revocation ends them. */
+  inFlight: Pick<InFlightRequests, 'register'>;
+  reserve: ReserveDeps;
+  admit: AdmitDeps;
+  relay: RelayDeps;
+  settle: SettleDeps;
+  refusal: RefusalDeps;
+  log: RequestLog;
 }

@@ -2,8 +2,9 @@ import { create } from '@bufbuild/protobuf';
 import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow } from '@gw/errors';
 import { routerv1 } from '@gw/proto';
-import { handleCountTokens } from '../../src/count-tokens';
-import type { CountTokensDeps } from '../../src/count-tokens';
+import { routerClient } from '../../src/clients/router';
+import { handleCountTokens } from '../../src/pipeline/count-tokens';
+import type { CountTokensDeps } from '../../src/pipeline/count-tokens';
 import type { CallerRequest } from '../../src/pipeline/types';
 import { callerRequest, fakes, remainingOf, window } from './fakes';
 import type { FakeOptions } from './fakes';
@@ -15,17 +16,18 @@ async function count(options: FakeOptions = {}, body: unknown = countBody, reque
   const world = fakes(options);
   const counted: routerv1.CountTokensRequest[] = [];
   const deps: CountTokensDeps = {
-    ...world.deps,
+    ...world.shared,
     countTokensTimeoutMs: 1_000,
-    clients: {
-      quota: world.deps.clients.quota,
-      router: {
+    router: routerClient(
+      {
+        ...world.rawRouter,
         countTokens: async (countRequest) => {
           counted.push(create(routerv1.CountTokensRequestSchema, countRequest));
           return ok(create(routerv1.CountTokensResponseSchema, { inputTokens: 42n }));
         },
       },
-    },
+      () => undefined,
+    ),
   };
   let rateLimit: RateLimitWindow | undefined;
   const result = await handleCountTokens(deps, callerRequest(body, request), (value) => (rateLimit = value));

@@ -3,11 +3,26 @@ import { err, ok } from '@gw/errors';
 import type { GatewayError, RateLimitWindow, Result } from '@gw/errors';
 import { commonv1, policyv1, quotav1, routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
-import { summariseBody } from '../../src/body-checks';
-import { InFlightRequests } from '../../src/in-flight';
-import type { CallerRequest, MessagesDeps, ResponseSink, UsageEventInit } from '../../src/pipeline/types';
+import { summariseBody } from '../../src/body-checks/body-checks';
+import { decodeAuthorization } from '../../src/clients/policy';
+import { quotaClient } from '../../src/clients/quota';
+import { ReplyDecoder } from '../../src/clients/reply';
+import { routerClient } from '../../src/clients/router';
+import { InFlightRequests } from '../../src/domain/in-flight';
+import type { VerifiedKey } from '../../src/domain/key';
+import type { CountTokensDeps } from '../../src/pipeline/count-tokens';
+import type {
+  AdmitDeps,
+  CallerRequest,
+  MessagesDeps,
+  RequestLog,
+  ReserveDeps,
+  ResponseSink,
+  UsageEventInit,
+} from '../../src/pipeline/types';
+import { verifiedKey } from '../support/keys';
 
-export const liveKey = create(commonv1.KeyContextSchema, {
+export const liveKey = verifiedKey({
   keyId: 'key_1',
   accountId: 'acct_1',
   environment: commonv1.Environment.LIVE,
@@ -123,6 +138,11 @@ export class FakeSink implements ResponseSink {
 
 export interface Fakes {
   deps: MessagesDeps;
+  /** The parts a token count shares with a completion. */
+  shared: Pick<CountTokensDeps, 'keys' | 'reserve' | 'admit' | 'refusal' | 'log'>;
+  /** The router's connection, under the real router client. */
+  rawRouter: RawRouter;
+  inFlight: InFlightRequests;
   /** Quota calls in order: `reserve`, `acquire <lease id or "new">`, `peek`. */
   quotaCalls: string[];
   /** Leases handed to the keeper. */
@@ -133,18 +153,92 @@ export interface Fakes {
   timeline: string[];
   router: { requests: routerv1.CompleteRequest[]; timeoutsMs: (number | undefined)[] };
   failures: unknown[];
+  /** Replies the typed clients could not decode: `callee: field`. */
+  malformed: string[];
 }
 
 export interface FakeOptions {
-  verify?: Result<commonv1.KeyContext>;
+  verify?: Result<VerifiedKey>;
   authorize?: Result<MessageInitShape<typeof policyv1.AuthorizeResponseSchema>>;
   reserve?: Result<MessageInitShape<typeof quotav1.ReserveResponseSchema>>;
   acquire?: Result<MessageInitShape<typeof quotav1.AcquireResponseSchema>>;
   router?: RouterScript;
   sink?: FakeSink;
-  restorationFor?: MessagesDeps['restorationFor'];
+  restorationFor?: AdmitDeps['restorationFor'];
   /** Shared with the sink, to check the order of billing against what the client got. */
   timeline?: string[];
+}
+
+type RawQuota = Parameters<typeof quotaClient>[0];
+type RawRouter = Parameters<typeof routerClient>[0];
+
+/** Quota's connection as the fake answers it: the replies go through the real quota client's decoding. */
+function fakeQuota(options: FakeOptions, quotaCalls: string[]): RawQuota {
+  return {
+    reserve: async () => {
+      quotaCalls.push('reserve');
+      const reserved =
+        options.reserve ?? ok({ leaseId: 'lease_1', leaseTtlMs: 30_000n, window: windowMessage(remainingOf.reserve) });
+      return reserved.ok ? ok(create(quotav1.ReserveResponseSchema, reserved.value)) : reserved;
+    },
+    acquire: async (request) => {
+      quotaCalls.push(`acquire ${request.leaseId ?? 'new'}`);
+      const acquired =
+        options.acquire ??
+        ok({
+          leaseId: request.leaseId ?? 'lease_new',
+          leaseTtlMs: 30_000n,
+          window: windowMessage(remainingOf.acquire),
+        });
+      return acquired.ok ? ok(create(quotav1.AcquireResponseSchema, acquired.value)) : acquired;
+    },
+    peek: async () => {
+      quotaCalls.push('peek');
+      return ok(create(quotav1.PeekResponseSchema, { window: windowMessage(remainingOf.peek), limits: {} }));
+    },
+    renew: async () => ok(create(quotav1.RenewResponseSchema, { held: true })),
+    release: async () => ok(create(quotav1.ReleaseResponseSchema, {})),
+  };
+}
+
+/** The router's connection playing a script: its events, then optionally a failure or a hang. */
+function fakeRouter(script: RouterScript, router: Fakes['router']): RawRouter {
+  return {
+    complete: (request, callOptions) => {
+      router.requests.push(create(routerv1.CompleteRequestSchema, request));
+      router.timeoutsMs.push(callOptions?.timeoutMs);
+      return (async function* () {
+        for (const event of script.events) yield ok(create(routerv1.CompleteResponseSchema, event));
+        if (script.hang && callOptions?.signal) {
+          const signal = callOptions.signal;
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          yield err({ type: 'api_error', message: 'cancelled' } as GatewayError);
+          return;
+        }
+        if (script.failWith) yield err(script.failWith);
+      })();
+    },
+    countTokens: async () => ok(create(routerv1.CountTokensResponseSchema, { inputTokens: 42n })),
+  };
+}
+
+/** As the LeaseKeeper: each hold releases once, however often it is asked. */
+function fakeLeases(held: string[], released: Fakes['released'], timeline: string[]): ReserveDeps['leases'] {
+  return {
+    hold: (ref) => {
+      held.push(ref.leaseId);
+      timeline.push('hold');
+      let done = false;
+      return {
+        release: (billableTokens) => {
+          if (done) return;
+          done = true;
+          released.push({ leaseId: ref.leaseId, billableTokens });
+          timeline.push('release');
+        },
+      };
+    },
+  };
 }
 
 export function fakes(options: FakeOptions = {}): Fakes {
@@ -154,87 +248,25 @@ export function fakes(options: FakeOptions = {}): Fakes {
   const usage: UsageEventInit[] = [];
   const timeline = options.timeline ?? [];
   const failures: unknown[] = [];
+  const malformed: string[] = [];
+  const noteMalformed = (callee: string, field: string) => malformed.push(`${callee}: ${field}`);
   const router = { requests: [] as routerv1.CompleteRequest[], timeoutsMs: [] as (number | undefined)[] };
-  const script = options.router ?? { events: streamedAnswer(3) };
-  const deps: MessagesDeps = {
-    completionTimeoutMs: 60_000,
-    keys: { verify: async () => options.verify ?? ok(liveKey) },
+  const rawRouter = fakeRouter(options.router ?? { events: streamedAnswer(3) }, router);
+  const quota = quotaClient(fakeQuota(options, quotaCalls), noteMalformed);
+  const log: RequestLog = { request: () => undefined, failure: (error) => failures.push(error) };
+  const inFlight = new InFlightRequests();
+  const policyDecoder = new ReplyDecoder('policy', noteMalformed);
+  const admit: AdmitDeps = {
     authorize: async () => {
       const decided = options.authorize ?? ok({});
       if (!decided.ok) return decided;
-      return ok(
-        create(policyv1.AuthorizeResponseSchema, {
-          pools: [{ poolId: 'eu-a', jurisdiction: commonv1.Residency.EU, region: 'eu-west', upstreamModel: 'm' }],
-          ...decided.value,
-        }),
-      );
+      const reply = create(policyv1.AuthorizeResponseSchema, {
+        pools: [{ poolId: 'eu-a', jurisdiction: commonv1.Residency.EU, region: 'eu-west', upstreamModel: 'm' }],
+        ...decided.value,
+      });
+      return decodeAuthorization(policyDecoder, reply);
     },
-    clients: {
-      quota: {
-        reserve: async () => {
-          quotaCalls.push('reserve');
-          const reserved =
-            options.reserve ??
-            ok({ leaseId: 'lease_1', leaseTtlMs: 30_000n, window: windowMessage(remainingOf.reserve) });
-          return reserved.ok ? ok(create(quotav1.ReserveResponseSchema, reserved.value)) : reserved;
-        },
-        acquire: async (request) => {
-          quotaCalls.push(`acquire ${request.leaseId ?? 'new'}`);
-          const acquired =
-            options.acquire ??
-            ok({
-              leaseId: request.leaseId ?? 'lease_new',
-              leaseTtlMs: 30_000n,
-              window: windowMessage(remainingOf.acquire),
-            });
-          return acquired.ok ? ok(create(quotav1.AcquireResponseSchema, acquired.value)) : acquired;
-        },
-        peek: async () => {
-          quotaCalls.push('peek');
-          return ok(create(quotav1.PeekResponseSchema, { window: windowMessage(remainingOf.peek) }));
-        },
-      },
-      router: {
-        complete: (request, callOptions) => {
-          router.requests.push(create(routerv1.CompleteRequestSchema, request));
-          router.timeoutsMs.push(callOptions?.timeoutMs);
-          return (async function* () {
-            for (const event of script.events) yield ok(create(routerv1.CompleteResponseSchema, event));
-            if (script.hang && callOptions?.signal) {
-              const signal = callOptions.signal;
-              await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-              yield err({ type: 'api_error', message: 'cancelled' } as GatewayError);
-              return;
-            }
-            if (script.failWith) yield err(script.failWith);
-          })();
-        },
-      },
-    },
-    leases: {
-      // As the LeaseKeeper: each hold releases once, however often it is asked.
-      hold: (ref) => {
-        held.push(ref.leaseId);
-        timeline.push('hold');
-        let done = false;
-        return {
-          release: (billableTokens) => {
-            if (done) return;
-            done = true;
-            released.push({ leaseId: ref.leaseId, billableTokens });
-            timeline.push('release');
-          },
-        };
-      },
-    },
-    inFlight: new InFlightRequests(),
-    recordUsage: async (event) => {
-      usage.push(event);
-      timeline.push('usage');
-    },
-    reportSettled: () => undefined,
-    logRequest: () => undefined,
-    logFailure: (error) => failures.push(error),
+    quota,
     bodyLimitFor: () => 1024 * 1024,
     checkBody: (kind, raw) => Promise.resolve(summariseBody({ kind, body: raw })),
     billingUnavailable: () => false,
@@ -243,9 +275,45 @@ export function fakes(options: FakeOptions = {}): Fakes {
       (() => {
         throw new Error('no restoration expected');
       }),
-    countPrivacyFlags: () => undefined,
   };
-  return { deps, quotaCalls, held, released, usage, timeline, router, failures };
+  const shared = {
+    keys: { verify: async () => options.verify ?? ok(liveKey) },
+    reserve: { quota, leases: fakeLeases(held, released, timeline) },
+    admit,
+    refusal: { quota },
+    log,
+  };
+  const deps: MessagesDeps = {
+    ...shared,
+    inFlight,
+    relay: {
+      router: routerClient(rawRouter, noteMalformed),
+      completionTimeoutMs: 60_000,
+      countPrivacyFlags: () => undefined,
+    },
+    settle: {
+      recordUsage: async (event) => {
+        usage.push(event);
+        timeline.push('usage');
+      },
+      reportSettled: () => undefined,
+      log,
+    },
+  };
+  return {
+    deps,
+    shared,
+    rawRouter,
+    inFlight,
+    quotaCalls,
+    held,
+    released,
+    usage,
+    timeline,
+    router,
+    failures,
+    malformed,
+  };
 }
 
 export function callerRequest(

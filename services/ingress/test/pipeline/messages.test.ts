@@ -1,7 +1,7 @@
 import { billableTokens, estimateInputTokens, maxTokenCount } from '@gw/usage';
 import { err, gatewayError, ok } from '@gw/errors';
 import { eventsv1 } from '@gw/proto';
-import { handleMessages } from '../../src/messages';
+import { handleMessages } from '../../src/pipeline/messages';
 import type { CallerRequest } from '../../src/pipeline/types';
 import {
   callerRequest,
@@ -211,7 +211,7 @@ describe('handleMessages: admit', () => {
 
   it('releases the reserved lease when admission throws, so that the keeper does not renew it for ever', async () => {
     const world = fakes();
-    world.deps.authorize = () => Promise.reject(new Error('bug in a privacy mode'));
+    world.deps.admit.authorize = () => Promise.reject(new Error('bug in a privacy mode'));
     await expect(handleMessages(world.deps, callerRequest(messagesBody(false)), new FakeSink())).rejects.toThrow(
       'bug in a privacy mode',
     );
@@ -383,7 +383,7 @@ describe('handleMessages: relay and settle', () => {
     const world = fakes({ sink, router: { events, hang: true } });
     const handled = handleMessages(world.deps, callerRequest(messagesBody(true)), sink);
     await new Promise((resolve) => setImmediate(resolve));
-    world.deps.inFlight.revokeKey(liveKey.keyId);
+    world.inFlight.revokeKey(liveKey.keyId);
     await handled;
     expect(world.usage[0]).toMatchObject({ outcome: eventsv1.Outcome.REVOKED, outputTokens: 2n });
     expect(world.released[0]!.billableTokens).toBe(14n);

@@ -88,6 +88,12 @@ export function registerAccountCommands(program: Command, context: CliContext): 
       }),
     );
 
+  registerStatusChanges(accounts, context);
+  registerSetLimits(accounts, context);
+}
+
+/** `accounts suspend` and `accounts resume`. */
+function registerStatusChanges(accounts: Command, context: CliContext): void {
   const statusChanges = [
     {
       name: 'suspend',
@@ -122,7 +128,10 @@ export function registerAccountCommands(program: Command, context: CliContext): 
         }),
       );
   }
+}
 
+/** `accounts set-limits`: only the options given change. */
+function registerSetLimits(accounts: Command, context: CliContext): void {
   accounts
     .command('set-limits')
     .description("override limits of an account's plan (only the options given change)")

@@ -1,0 +1,74 @@
+import { grpcMessageLimitFor } from '@gw/config';
+import { createMultiplexedClient, createServiceClient } from '@gw/grpc';
+import { adminaccessv1, authv1, meteringv1, policyv1, quotav1, routerv1, webhooksv1 } from '@gw/proto';
+import type { IngressConfig } from '../config';
+
+/** The gRPC connections to the services ingress calls (the admin API uses them as they are). */
+export function createClients(config: IngressConfig) {
+  const timeout = config.CONTROL_CALL_TIMEOUT_MS;
+  // Bodies of up to BODY_LIMIT_BYTES travel whole to policy and router (and back, after privacy modes).
+  const maxMessageBytes = grpcMessageLimitFor(config.BODY_LIMIT_BYTES);
+  return {
+    auth: createServiceClient(authv1.AuthService, {
+      address: config.AUTH_ADDRESS,
+      callee: 'auth',
+      defaultTimeoutMs: timeout,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    // The admin API's lists, admin keys and audit log, served by auth beside AuthService.
+    adminAccess: createServiceClient(adminaccessv1.AdminAccessService, {
+      address: config.AUTH_ADDRESS,
+      callee: 'auth',
+      defaultTimeoutMs: timeout,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    policy: createServiceClient(policyv1.PolicyService, {
+      address: config.POLICY_ADDRESS,
+      callee: 'policy',
+      defaultTimeoutMs: timeout,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    // Two or more quota calls per request: one long-lived stream carries them all (a message each way
+    // costs several times less than a unary call's HTTP/2 stream).
+    quota: createMultiplexedClient(quotav1.QuotaService, {
+      address: config.QUOTA_ADDRESS,
+      callee: 'quota',
+      defaultTimeoutMs: timeout,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    metering: createServiceClient(meteringv1.MeteringService, {
+      address: config.METERING_ADDRESS,
+      callee: 'metering',
+      defaultTimeoutMs: timeout,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    // Webhook endpoints and their delivery log, kept by metering (the admin API only). Registering an
+    // endpoint resolves its name, so the call may take longer than a control call.
+    webhooks: createServiceClient(webhooksv1.WebhookService, {
+      address: config.METERING_ADDRESS,
+      callee: 'metering',
+      defaultTimeoutMs: Math.max(timeout, 10_000),
+      maxMessageBytes,
+      transport: config.grpcTransport,
+    }),
+    // No default deadline here: a completion passes its own (COMPLETION_TIMEOUT_MS), and so does a token count.
+    router: createServiceClient(routerv1.RouterService, {
+      address: config.ROUTER_ADDRESS,
+      callee: 'router',
+      defaultTimeoutMs: 0,
+      maxMessageBytes,
+      transport: config.grpcTransport,
+      // A completion that ended UNAVAILABLE before its first event (a router pod that went away as the call
+      // reached it, no ready address while DNS catches up during a rollout) has given the caller nothing:
+      // it is sent again once a router answers, instead of failing the request with a 503.
+      streamRetry: { attempts: 3, readyWithinMs: 3_000 },
+    }),
+  };
+}
+
+export type Clients = ReturnType<typeof createClients>;
