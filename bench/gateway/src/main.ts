@@ -131,6 +131,32 @@ class Run {
     return this.load.run(job);
   }
 
+  /** The concurrency-1 series: (a) whole answers, (b) streamed, (b2) a Bedrock pool against an Anthropic pool. */
+  private async latencySeries() {
+    const whole = await this.compareLatency(false);
+    this.printLatency('(a) added latency, whole answers, concurrency 1', whole, (result) => result.latenciesMs);
+    const streamed = await this.compareLatency(true);
+    this.printLatency(
+      '(b) added time to first token, streamed, concurrency 1',
+      streamed,
+      (result) => result.firstTokenMs,
+    );
+    // The same upstream, its answer framed as Bedrock's event stream, through a Bedrock pool (SigV4 signing,
+    // the event-stream relay) against through the Anthropic pool, in alternating blocks: what the
+    // provider's protocol adds, whatever else the machine is doing.
+    const bedrock = await this.compareLatency(true, {
+      direct: { target: this.gateway, model: benchModels.latency },
+      gateway: { target: this.gateway, model: benchModels.bedrock },
+    });
+    this.printLatency(
+      '(b2) time to first token through a Bedrock pool against an Anthropic pool, streamed, concurrency 1',
+      bedrock,
+      (result) => result.firstTokenMs,
+      ['through an Anthropic pool', 'through a Bedrock pool', 'added by Bedrock'],
+    );
+    return { whole, streamed, bedrock };
+  }
+
   async execute(): Promise<number> {
     const { settings, cleanup } = this;
     const profiling = settings.BENCH_PROFILE === '1';
@@ -194,27 +220,7 @@ class Run {
       print(`load average at the end: ${loadAverage()}`);
       return failed ? 1 : 0;
     }
-    const whole = await this.compareLatency(false);
-    this.printLatency('(a) added latency, whole answers, concurrency 1', whole, (result) => result.latenciesMs);
-    const streamed = await this.compareLatency(true);
-    this.printLatency(
-      '(b) added time to first token, streamed, concurrency 1',
-      streamed,
-      (result) => result.firstTokenMs,
-    );
-    // The same upstream, its answer framed as Bedrock's event stream, through a Bedrock pool (SigV4 signing,
-    // the event-stream relay) against through the Anthropic pool, in alternating blocks: what the
-    // provider's protocol adds, whatever else the machine is doing.
-    const bedrock = await this.compareLatency(true, {
-      direct: { target: this.gateway, model: benchModels.latency },
-      gateway: { target: this.gateway, model: benchModels.bedrock },
-    });
-    this.printLatency(
-      '(b2) time to first token through a Bedrock pool against an Anthropic pool, streamed, concurrency 1',
-      bedrock,
-      (result) => result.firstTokenMs,
-      ['through an Anthropic pool', 'through a Bedrock pool', 'added by Bedrock'],
-    );
+    const { whole, streamed, bedrock } = await this.latencySeries();
 
     const roots = this.processRoots(infra.ports, mock.pid);
     const steps = await this.rampThroughput(roots, throughputUrl);

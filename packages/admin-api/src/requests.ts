@@ -1,3 +1,4 @@
+import { expectedOneOf, KeyEnvironment, keyEnvironments, privacyModes, residencyTiers } from '@gw/vocabulary';
 import { z } from 'zod';
 import { findInvalidEntry, maxAllowListEntries } from '@gw/addresses';
 // The one module of @gw/errors without gRPC: this package is bundled into the dashboard too.
@@ -80,11 +81,9 @@ export const setLimitsBody = z.strictObject({
 export const createKeyBody = z.strictObject({
   account_id: nonEmpty('account_id'),
   name,
-  environment: z.enum(['live', 'test'], { error: 'expected "live" or "test"' }),
-  residency: z.enum(['uk', 'eu'], { error: 'expected "uk" or "eu"' }),
-  privacy_mode: z.enum(['off', 'flag', 'redact', 'tokenise'], {
-    error: 'expected "off", "flag", "redact" or "tokenise"',
-  }),
+  environment: z.enum(keyEnvironments, { error: `expected ${expectedOneOf(keyEnvironments)}` }),
+  residency: z.enum(residencyTiers, { error: `expected ${expectedOneOf(residencyTiers)}` }),
+  privacy_mode: z.enum(privacyModes, { error: `expected ${expectedOneOf(privacyModes)}` }),
   allowed_models: allowedModels.nullable().optional(),
   allowed_ips: allowList.nullable().optional(),
   expires_at: expiry,
@@ -130,7 +129,7 @@ const limit = (fallback: string) =>
     )
     .transform(Number);
 
-const environmentFilter = z.enum(['live', 'test'], { error: 'expected "live" or "test"' });
+const environmentFilter = z.enum(keyEnvironments, { error: `expected ${expectedOneOf(keyEnvironments)}` });
 
 /** A list's page and filters: `limit` (1–200, 50 by default), `after` (a page's cursor), `q`, `status`, `environment`. */
 export const listQuery = <S extends readonly [string, ...string[]] | readonly []>(statuses: S) =>
@@ -147,7 +146,7 @@ export const listQuery = <S extends readonly [string, ...string[]] | readonly []
         { error: (issue) => `${quoted(String(issue.input))} is not one of ${statuses.join(', ')}` },
       )
       .default(''),
-    environment: z.enum(['', 'live', 'test'], { error: 'expected "live" or "test"' }).default(''),
+    environment: z.enum(['', ...keyEnvironments], { error: `expected ${expectedOneOf(keyEnvironments)}` }).default(''),
   });
 
 export const accountListQuery = listQuery(['active', 'suspended']);
@@ -172,14 +171,14 @@ export const auditQuery = z.object({
 
 /** `period=YYYY-MM` (default: the current month), `environment` (live by default), `format` (json or csv). */
 export const usageQuery = z.object({
-  environment: environmentFilter.default('live'),
+  environment: environmentFilter.default(KeyEnvironment.live),
   period: one('period')
     .regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month as YYYY-MM')
     .optional(),
   format: z.enum(['json', 'csv'], { error: 'expected "json" or "csv"' }).default('json'),
 });
 
-export const accountUsageQuery = z.object({ environment: environmentFilter.default('live') });
+export const accountUsageQuery = z.object({ environment: environmentFilter.default(KeyEnvironment.live) });
 
 /** `limit` (1–200, 50 by default): forgiving, as the delivery log always was; the route reads it. */
 export const deliveriesQuery = z.object({ limit: one('limit').optional() });

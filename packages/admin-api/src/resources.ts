@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { keyEnvironments, privacyModes, residencyTiers } from '@gw/vocabulary';
 import { webhookEventTypes } from './endpoints';
 
 /**
@@ -12,9 +13,9 @@ const timestamp = z.iso.datetime({ offset: true });
 const timestampOrNull = timestamp.nullable();
 const count = z.number().int().nonnegative();
 
-export const environment = z.enum(['live', 'test']);
-export const residency = z.enum(['uk', 'eu']);
-export const privacyMode = z.enum(['off', 'flag', 'redact', 'tokenise']);
+export const environment = z.enum(keyEnvironments);
+export const residency = z.enum(residencyTiers);
+export const privacyMode = z.enum(privacyModes);
 export const keyStatus = z.enum(['active', 'revoked', 'expired']);
 
 export const accountLimits = z.strictObject({

@@ -1,8 +1,8 @@
 import { credentials, makeGenericClientConstructor, Server, ServerCredentials } from '@grpc/grpc-js';
 import type { ClientReadableStream } from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ok } from '@gw/errors';
+import { pace, waitUntil } from '@gw/testing';
 import { routerv1 } from '@gw/proto';
 import { channelOptions, grpcServiceDefinition, serverOptions } from '../src';
 import { partialRegistration, plaintext } from './loopback';
@@ -20,7 +20,8 @@ test('a stream outlives a graceful stop past both sides keepalive pings', async 
     async *complete() {
       for (let index = 0; index < 8; index += 1) {
         yield ok({ event: { case: 'started', value: { poolId: String(index) } } });
-        await sleep(pingEveryMs);
+        // The stream's own pace: one event per keepalive period, so that pings fall between its events.
+        await pace(pingEveryMs);
       }
     },
   });
@@ -55,7 +56,8 @@ test('a stream outlives a graceful stop past both sides keepalive pings', async 
     call.on('error', () => undefined);
     call.on('status', (status: { code: number; details: string }) => resolve(`${status.code} ${status.details}`));
   });
-  await sleep(pingEveryMs * 2);
+  // Stopped while the stream is under way, with pings still due on both sides.
+  await waitUntil(() => received.length >= 2, { what: 'the stream to be under way' });
   const stopped = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
   expect(await ended).toBe('0 OK');
   expect(received).toEqual(['0', '1', '2', '3', '4', '5', '6', '7']);

@@ -3,7 +3,11 @@ import { holdsFor, pace, waitUntil } from '../src';
 describe('waitUntil', () => {
   it('resolves with the first accepted value', async () => {
     let calls = 0;
-    const value = await waitUntil(() => (calls += 1), { what: 'the third call', intervalMs: 1 }, (seen) => seen >= 3);
+    const value = await waitUntil(
+      () => (calls += 1),
+      { what: 'the third call', intervalMs: 1 },
+      (seen) => seen >= 3,
+    );
     expect(value).toBe(3);
   });
 
@@ -20,14 +24,22 @@ describe('waitUntil', () => {
 describe('holdsFor', () => {
   it('passes when the value stays accepted for the whole time', async () => {
     const started = Date.now();
-    await holdsFor(() => 1, { what: 'one', forMs: 40, intervalMs: 5 }, (value) => value === 1);
+    await holdsFor(
+      () => 1,
+      { what: 'one', forMs: 40, intervalMs: 5 },
+      (value) => value === 1,
+    );
     expect(Date.now() - started).toBeGreaterThanOrEqual(39);
   });
 
   it('fails at the first value refused', async () => {
     let calls = 0;
     await expect(
-      holdsFor(() => (calls += 1), { what: 'a steady count', forMs: 1_000, intervalMs: 1 }, (value) => value < 3),
+      holdsFor(
+        () => (calls += 1),
+        { what: 'a steady count', forMs: 1_000, intervalMs: 1 },
+        (value) => value < 3,
+      ),
     ).rejects.toThrow('a steady count stopped holding; seen: 3');
   });
 });

@@ -2,7 +2,7 @@ import type { AccountUsage, Environment } from '@gw/admin-api';
 import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { Clients } from '../clients';
-import { billingPeriod } from '../usage-report';
+import { billingPeriodOf } from '@gw/vocabulary';
 import { accountUsageResource, environmentNames } from './resources';
 
 /**
@@ -19,7 +19,7 @@ export async function accountUsage(
   if (!found.ok) return found;
   const account = found.value.account!;
   const environment = environmentNames[environmentName]!;
-  const period = billingPeriod(now);
+  const period = billingPeriodOf(now);
   const usageQuery = { accountId, periodStart: period.start.toISOString().slice(0, 10), environment };
   const [peeked, usage, daily] = await Promise.all([
     clients.quota.peek({ key: { accountId, environment, plan: account.plan, limitOverrides: account.limits } }),

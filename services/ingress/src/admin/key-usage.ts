@@ -3,7 +3,8 @@ import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { authv1, meteringv1 } from '@gw/proto';
 import type { Clients } from '../clients';
-import { billingPeriod, roundGbp } from '../usage-report';
+import { billingPeriodOf } from '@gw/vocabulary';
+import { roundGbp } from '../domain/usage-report';
 import { csvText } from './csv';
 import { environmentNames, keyResource } from './resources';
 
@@ -14,7 +15,7 @@ export function usageWindow(
 ): { start: Date; end: Date; environment: Environment } {
   const month = query.period === undefined ? undefined : /^(\d{4})-(\d{2})$/.exec(query.period);
   const within = month ? new Date(Date.UTC(Number(month[1]), Number(month[2]) - 1, 1)) : now;
-  return { ...billingPeriod(within), environment: query.environment };
+  return { ...billingPeriodOf(within), environment: query.environment };
 }
 
 const exactGbp = (decimal: string) => decimal || '0';

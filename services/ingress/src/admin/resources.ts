@@ -1,7 +1,7 @@
 import type { Account, AccountUsage, AdminKey, ApiKey, Environment, KeyStatus } from '@gw/admin-api';
 import { commonv1 } from '@gw/proto';
 import type { authv1, meteringv1 } from '@gw/proto';
-import { roundGbp } from '../usage-report';
+import { roundGbp } from '../domain/usage-report';
 
 /** The JSON shapes of docs/admin-api.md, from the auth service's messages. */
 

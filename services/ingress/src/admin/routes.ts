@@ -5,7 +5,7 @@ import { gatewayError, quoted } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
 import type { PlanConfig } from '@gw/config';
 import type { Logger } from '@gw/telemetry';
-import { tooLarge } from '../body';
+import { tooLarge } from '../http/body';
 import type { Clients } from '../clients';
 import { auditTrail } from './audit-trail';
 import { CredentialThrottle } from './credential-throttle';

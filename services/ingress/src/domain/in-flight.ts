@@ -23,7 +23,7 @@ interface Registered {
 }
 
 /**
- * The requests this ingress is serving, by key, so that a revocation ends them at once (spec §3.1):
+ * The requests this ingress is serving, by key, so that a revocation ends them at once (docs/public-api.md, "Key states"):
  * each registered request holds a controller whose abort reason is the error to end it with.
  */
 export class InFlightRequests {

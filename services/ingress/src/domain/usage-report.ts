@@ -1,4 +1,4 @@
-import { commonv1 } from '@gw/proto';
+import { privacyModeFromProto, residencyFromProto } from '@gw/vocabulary/proto';
 import type { PeriodUsage } from './period-usage';
 import type { Standing } from './limits';
 import type { VerifiedKey } from './key';
@@ -18,25 +18,6 @@ export interface UsageReport {
   };
   rate_limit: { requests_per_minute: number; remaining: number; concurrency: number };
   by_model: { model: string; requests: number; billable_tokens: number; cost_gbp: number }[];
-}
-
-const residencyNames: Partial<Record<commonv1.Residency, string>> = {
-  [commonv1.Residency.UK]: 'uk',
-  [commonv1.Residency.EU]: 'eu',
-};
-const privacyModeNames: Partial<Record<commonv1.PrivacyMode, string>> = {
-  [commonv1.PrivacyMode.OFF]: 'off',
-  [commonv1.PrivacyMode.FLAG]: 'flag',
-  [commonv1.PrivacyMode.REDACT]: 'redact',
-  [commonv1.PrivacyMode.TOKENISE]: 'tokenise',
-};
-
-/** The billing period of an instant: the calendar month in UTC (docs/decisions.md). */
-export function billingPeriod(at: Date): { start: Date; end: Date } {
-  return {
-    start: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1)),
-    end: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1)),
-  };
 }
 
 /** ISO 8601 with an explicit UTC offset, as the spec asks: 2026-11-01T00:00:00+00:00. */
@@ -72,8 +53,8 @@ export function usageReportOf(
   return {
     period: { start: isoWithOffset(period.start), end: isoWithOffset(period.end) },
     plan: key.plan,
-    residency: residencyNames[key.residency] ?? 'unknown',
-    privacy_mode: privacyModeNames[key.privacyMode] ?? 'unknown',
+    residency: residencyFromProto(key.residency) ?? 'unknown',
+    privacy_mode: privacyModeFromProto(key.privacyMode) ?? 'unknown',
     tokens: {
       allowance,
       used,

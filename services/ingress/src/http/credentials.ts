@@ -1,6 +1,6 @@
 /**
  * The key a request presents. `Authorization: Bearer` wins over `x-api-key` when both are sent
- * (spec §5.3); an empty string means none was sent, which auth refuses like any bad key.
+ * (docs/public-api.md, "Authentication"); an empty string means none was sent, which auth refuses like any bad key.
  */
 export function presentedKey(authorization: string | undefined, apiKey: string | string[] | undefined): string {
   if (authorization !== undefined) {

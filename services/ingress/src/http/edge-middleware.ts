@@ -2,11 +2,13 @@ import type { NextFunction, Request, Response } from 'express';
 import { gatewayError, internalErrorMessage, quoted } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
 import { newRequestId } from '@gw/ids';
+import { sampledTraceIdOf } from '@gw/telemetry';
 import type { Logger } from '@gw/telemetry';
 import type { CallerRequest } from '../pipeline/types';
 import { routeOf } from '../telemetry/edge-metrics';
 import type { EdgeMetrics } from '../telemetry/edge-metrics';
 import type { RefusalCounts } from '../telemetry/refusal-counts';
+import { requestTraceContext } from '../telemetry/request-tracing';
 import { tooLarge } from './body';
 import type { DiscardBounds } from './body';
 import { repeatedCredentialHeader } from './credentials';
@@ -54,6 +56,8 @@ export function observeRequests(metrics: EdgeMetrics, refusals: Pick<RefusalCoun
           (response.writableFinished ? 'none' : clientClosedType),
         streamed: String(response.getHeader('content-type')).startsWith('text/event-stream'),
         seconds: (performance.now() - startedAt) / 1000,
+        caller: response.locals.caller as CallerRequest | undefined,
+        traceId: sampledTraceIdOf(requestTraceContext(response)),
       });
     });
     next();

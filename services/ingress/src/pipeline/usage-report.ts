@@ -2,7 +2,8 @@ import { ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import type { MeteringClient } from '../clients/metering';
 import type { QuotaClient } from '../clients/quota';
-import { billingPeriod, usageReportOf } from '../domain/usage-report';
+import { billingPeriodOf } from '@gw/vocabulary';
+import { usageReportOf } from '../domain/usage-report';
 import type { UsageReport } from '../domain/usage-report';
 import { authenticate } from './authenticate';
 import type { CallerRequest, KeyVerifier } from './types';
@@ -28,7 +29,7 @@ export async function handleUsage(
   const verified = await authenticate(deps.keys, request);
   if (!verified.ok) return verified;
   const key = verified.value;
-  const period = billingPeriod(now());
+  const period = billingPeriodOf(now());
   const [standing, usage] = await Promise.all([
     deps.quota.peek(key, request),
     deps.metering.usage(key, period.start.toISOString().slice(0, 10), request),

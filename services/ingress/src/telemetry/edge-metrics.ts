@@ -1,6 +1,8 @@
 import { isErrorType } from '@gw/errors';
 import type { GatewayError, Result } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
+import { KeyEnvironment, keyEnvironments, residencyTiers as tierWords } from '@gw/vocabulary';
+import { environmentFromProto, residencyFromProto } from '@gw/vocabulary/proto';
 import { Counter, Gauge, Histogram, histogramWithExemplars, observeWithTraceId } from '@gw/telemetry';
 import type { Registry } from '@gw/telemetry';
 import { usageCappedMetric } from '@gw/usage';
@@ -33,17 +35,12 @@ export const authFailureReasons = [
   'suspended',
 ] as const;
 /** A key's residency tier as the catalogue names it; `unspecified` for a key without a valid one. */
-const residencyTiers = ['uk', 'eu', 'unspecified'] as const;
+const residencyTiers = [...tierWords, 'unspecified'] as const;
 type TierLabel = (typeof residencyTiers)[number];
-const tierNames: Partial<Record<commonv1.Residency, TierLabel>> = {
-  [commonv1.Residency.UK]: 'uk',
-  [commonv1.Residency.EU]: 'eu',
-};
-const tierOf = (residency: commonv1.Residency): TierLabel => tierNames[residency] ?? 'unspecified';
+const tierOf = (residency: commonv1.Residency): TierLabel => residencyFromProto(residency) ?? 'unspecified';
 /** The `tier` of a request no key was verified for (refused before, or by, the key check; no route). */
 export const noKeyTier = 'none';
 const tokenKinds = ['input', 'output', 'cache_read', 'cache_write'] as const;
-type Environment = 'live' | 'test';
 /** The label of any value outside a fixed set (a model outside the catalogue, a region not configured). */
 const other = 'other';
 
@@ -210,6 +207,25 @@ function refusalMetrics(registers: Registry[]) {
   return { limitRefusals, residencyRefusals, authFailures };
 }
 
+/** Counts every refusal the edge sends by its reason: limits by kind, residency by tier, keys by failure. */
+function refusalRecorder(registers: Registry[]): (error: GatewayError) => void {
+  const { limitRefusals, residencyRefusals, authFailures } = refusalMetrics(registers);
+  const limitByKind = new Map(limitKinds.map((kind) => [kind as string, limitRefusals.labels({ kind })]));
+  const authByReason = new Map(authFailureReasons.map((reason) => [reason as string, authFailures.labels({ reason })]));
+  const residencyByTier = new Map(residencyTiers.map((tier) => [tier as string, residencyRefusals.labels({ tier })]));
+  for (const child of [...limitByKind.values(), ...authByReason.values(), ...residencyByTier.values()]) child.inc(0);
+  return (error) => {
+    if (error.reason === undefined) return;
+    if (error.type === 'authentication_error' || error.type === 'permission_error') {
+      authByReason.get(error.reason)?.inc();
+    } else if (error.type === 'rate_limit_error' || error.type === 'quota_exceeded') {
+      limitByKind.get(error.reason)?.inc();
+    } else if (error.type === 'residency_unavailable') {
+      residencyByTier.get(error.reason)?.inc();
+    }
+  };
+}
+
 /** The OpenTelemetry GenAI conventions' server metrics. */
 function genAiMetrics(registers: Registry[]) {
   const genAiDuration = new Histogram({
@@ -241,7 +257,7 @@ type TokenKind = (typeof tokenKinds)[number];
 
 /** The children of one model label, made once: a settled request observes them without building labels. */
 interface ModelChildren {
-  tokens: Record<Environment, Record<TokenKind, Counter.Internal>>;
+  tokens: Record<KeyEnvironment, Record<TokenKind, Counter.Internal>>;
   genAiInput: Histogram.Internal<string>;
   genAiOutput: Histogram.Internal<string>;
   genAiFirstToken: Histogram.Internal<string>;
@@ -260,7 +276,7 @@ function modelChildrenCache(
   return (model) => {
     let children = byModel.get(model);
     if (children === undefined) {
-      const byKind = (environment: Environment) =>
+      const byKind = (environment: KeyEnvironment) =>
         Object.fromEntries(
           tokenKinds.map((kind) => {
             const child = tokens.labels({ model, kind, environment });
@@ -270,7 +286,10 @@ function modelChildrenCache(
         ) as Record<TokenKind, Counter.Internal>;
       const operation = { gen_ai_operation_name: 'chat', gen_ai_request_model: model };
       children = {
-        tokens: { live: byKind('live'), test: byKind('test') },
+        tokens: Object.fromEntries(keyEnvironments.map((environment) => [environment, byKind(environment)])) as Record<
+          KeyEnvironment,
+          Record<TokenKind, Counter.Internal>
+        >,
         genAiInput: genAiTokens.labels({ ...operation, gen_ai_token_type: 'input' }),
         genAiOutput: genAiTokens.labels({ ...operation, gen_ai_token_type: 'output' }),
         genAiFirstToken: genAiFirstToken.labels(operation),
@@ -307,7 +326,7 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
   const registers = [registry];
   const { requests, duration, inFlight } = httpMetrics(registry);
   const { firstToken, added, tokens, usageCapped, usageEvents } = completionMetrics(registry);
-  const { limitRefusals, residencyRefusals, authFailures } = refusalMetrics(registers);
+  const refused = refusalRecorder(registers);
   const { genAiDuration, genAiFirstToken, genAiTokens } = genAiMetrics(registers);
   const inFlightByRoute = new Map(routes.map((route) => [route, inFlight.labels({ route })]));
   for (const child of inFlightByRoute.values()) child.set(0);
@@ -317,15 +336,11 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
       { streamed: duration.labels({ route, streamed: 'true' }), whole: duration.labels({ route, streamed: 'false' }) },
     ]),
   );
-  const limitByKind = new Map(limitKinds.map((kind) => [kind as string, limitRefusals.labels({ kind })]));
-  const authByReason = new Map(authFailureReasons.map((reason) => [reason as string, authFailures.labels({ reason })]));
-  const residencyByTier = new Map(residencyTiers.map((tier) => [tier as string, residencyRefusals.labels({ tier })]));
   for (const tier of residencyTiers) added.zero({ tier });
   const addedByTier = new Map(residencyTiers.map((tier) => [tier as string, added.labels({ tier })]));
   const [handed, durable, acknowledged] = (['handed', 'durable', 'acknowledged'] as const).map((stage) =>
     usageEvents.labels({ stage }),
   );
-  for (const child of [...limitByKind.values(), ...authByReason.values(), ...residencyByTier.values()]) child.inc(0);
   for (const child of [handed!, durable!, acknowledged!]) child.inc(0);
 
   const childrenOf = modelChildrenCache(tokens, genAiTokens, genAiFirstToken);
@@ -365,20 +380,11 @@ export function createEdgeMetrics(registry: Registry, options: EdgeMetricsOption
         observeWithTraceId(duration, labels, request.seconds, request.traceId);
       }
     },
-    refused(error) {
-      if (error.reason === undefined) return;
-      if (error.type === 'authentication_error' || error.type === 'permission_error') {
-        authByReason.get(error.reason)?.inc();
-      } else if (error.type === 'rate_limit_error' || error.type === 'quota_exceeded') {
-        limitByKind.get(error.reason)?.inc();
-      } else if (error.type === 'residency_unavailable') {
-        residencyByTier.get(error.reason)?.inc();
-      }
-    },
+    refused,
     settled(request, traceId) {
       const model = modelLabel(request.model);
       const children = childrenOf(model);
-      const counts = children.tokens[request.environment === commonv1.Environment.LIVE ? 'live' : 'test'];
+      const counts = children.tokens[environmentFromProto(request.environment) ?? KeyEnvironment.test];
       counts.input.inc(request.tokens.inputTokens);
       counts.output.inc(request.tokens.outputTokens);
       counts.cache_read.inc(request.tokens.cacheReadInputTokens);

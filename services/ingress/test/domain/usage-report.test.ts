@@ -1,14 +1,5 @@
-import { billingPeriod, roundGbp, usageReportJson } from '../../src/domain/usage-report';
+import { roundGbp, usageReportJson } from '../../src/domain/usage-report';
 import type { UsageReport } from '../../src/domain/usage-report';
-
-describe('billingPeriod', () => {
-  it('is the calendar month in UTC', () => {
-    expect(billingPeriod(new Date('2026-12-31T23:59:59.999Z'))).toEqual({
-      start: new Date('2026-12-01T00:00:00Z'),
-      end: new Date('2027-01-01T00:00:00Z'),
-    });
-  });
-});
 
 describe('roundGbp', () => {
   it('rounds an exact decimal to four places, half up', () => {

@@ -1,5 +1,4 @@
 import { gatewayError, ok } from '@gw/errors';
-import { create } from '@bufbuild/protobuf';
 import { commonv1 } from '@gw/proto';
 import { startMetricsServer } from '@gw/telemetry';
 import type { MetricsServer } from '@gw/telemetry';
