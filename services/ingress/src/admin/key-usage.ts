@@ -3,7 +3,7 @@ import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { authv1, meteringv1 } from '@gw/proto';
 import type { Clients } from '../clients';
-import { billingPeriodOf } from '@gw/vocabulary';
+import { billingPeriodOf, billingPeriodStartingOn } from '@gw/vocabulary';
 import { roundGbp } from '../domain/usage-report';
 import { csvText } from './csv';
 import { environmentNames, keyResource } from './resources';
@@ -13,9 +13,9 @@ export function usageWindow(
   query: { period?: string | undefined; environment: Environment },
   now = new Date(),
 ): { start: Date; end: Date; environment: Environment } {
-  const month = query.period === undefined ? undefined : /^(\d{4})-(\d{2})$/.exec(query.period);
-  const within = month ? new Date(Date.UTC(Number(month[1]), Number(month[2]) - 1, 1)) : now;
-  return { ...billingPeriodOf(within), environment: query.environment };
+  const period =
+    (query.period === undefined ? undefined : billingPeriodStartingOn(`${query.period}-01`)) ?? billingPeriodOf(now);
+  return { start: period.start, end: period.end, environment: query.environment };
 }
 
 const exactGbp = (decimal: string) => decimal || '0';
