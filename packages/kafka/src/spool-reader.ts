@@ -1,0 +1,168 @@
+import { open, readdir, rename } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { KafkaLog } from './client';
+import {
+  decodeDeliveredPosition,
+  deliveredPositionBytes,
+  encodeDeliveredPosition,
+  readRecords,
+  recordsBefore,
+  scanSegment,
+  segmentHeaderBytes,
+  segmentSequence,
+} from './spool-format';
+import type { DeliveredPosition, ReadRecords } from './spool-format';
+import { deliveredFileName, removeFile } from './spool-ledger';
+import type { Segment, SpoolLedger } from './spool-ledger';
+
+/**
+ * Reads the spool back: at start, the segments an earlier run left and how far it delivered; then
+ * the records of the oldest segment for the drainer, from the read offset on, and the delivered
+ * position it saves beside them.
+ */
+export class SpoolReader {
+  /** Where the next record to deliver starts in the oldest segment. */
+  readOffset = segmentHeaderBytes;
+  private readFile: { sequence: number; file: FileHandle } | undefined;
+  private positionFile: FileHandle | undefined;
+
+  constructor(
+    private readonly ledger: SpoolLedger,
+    private readonly log: KafkaLog,
+  ) {}
+
+  /** Reads the segments an earlier run left, oldest first; they are delivered before anything new. */
+  async recover(): Promise<void> {
+    const found: { sequence: number; name: string }[] = [];
+    for (const name of await readdir(this.ledger.dir)) {
+      const sequence = segmentSequence(name);
+      if (sequence !== undefined) found.push({ sequence, name });
+    }
+    found.sort((a, b) => a.sequence - b.sequence);
+    const delivered = await this.readDeliveredPosition();
+    // New segments must come after the position, whatever files are left: a segment numbered below
+    // it would be taken for a delivered one at the next start.
+    if (delivered) this.ledger.nextSequence = delivered.sequence + 1;
+    let skippedEvents = 0;
+    for (const { sequence, name } of found) {
+      this.ledger.nextSequence = Math.max(this.ledger.nextSequence, sequence + 1);
+      const path = join(this.ledger.dir, name);
+      if (delivered && sequence < delivered.sequence) {
+        // Delivered whole; the run that delivered it stopped before deleting it.
+        await removeFile(path);
+        continue;
+      }
+      const file = await open(path, 'r');
+      const scan = await scanSegment(file).finally(() => file.close());
+      if (!scan.validHeader) {
+        if (scan.skippedBytes < segmentHeaderBytes) {
+          // Created, but the crash came before its header was synced: it never held an event.
+          await removeFile(path);
+        } else {
+          this.log('error', 'usage spool: not a spool segment, set aside', { file: name, bytes: scan.skippedBytes });
+          await rename(path, `${path}.unreadable`);
+        }
+        continue;
+      }
+      if (scan.skippedBytes > 0) {
+        this.log('warn', 'usage spool: unreadable bytes at the end of a segment skipped (torn write)', {
+          file: name,
+          skipped_bytes: scan.skippedBytes,
+          events: scan.events,
+        });
+      }
+      let events = scan.events;
+      let bytes = scan.recordBytes;
+      if (
+        this.ledger.segments.length === 0 &&
+        delivered?.sequence === sequence &&
+        delivered.offset <= scan.validBytes
+      ) {
+        // The first segment left is the one the drainer was in: it resumes past what Kafka took.
+        const before = await open(path, 'r').then((file) =>
+          recordsBefore(file, delivered.offset).finally(() => file.close()),
+        );
+        if (before !== undefined) {
+          this.readOffset = delivered.offset;
+          events -= before;
+          bytes -= delivered.offset - segmentHeaderBytes;
+          skippedEvents = before;
+        }
+      }
+      if (events === 0) {
+        await removeFile(path);
+        continue;
+      }
+      this.ledger.segments.push({ sequence, path, end: scan.validBytes, sealed: true, events, bytes });
+      this.ledger.pendingEvents += events;
+      this.ledger.pendingBytes += bytes;
+    }
+    if (this.ledger.segments.length > 0) {
+      this.log('info', 'usage spool: delivering the events of an earlier run', {
+        segments: this.ledger.segments.length,
+        events: this.ledger.pendingEvents,
+        bytes: this.ledger.pendingBytes,
+        already_delivered_events: skippedEvents,
+      });
+    }
+  }
+
+  /** Up to maxEvents records of the segment from the read offset, as far as its synced end. */
+  async readBatch(head: Segment, maxEvents: number): Promise<ReadRecords> {
+    const file = await this.readFileOf(head);
+    return readRecords(file, this.readOffset, head.end, maxEvents);
+  }
+
+  /** The oldest segment was removed: the next one is read from its first record. */
+  startNextSegment(): void {
+    this.readOffset = segmentHeaderBytes;
+  }
+
+  /**
+   * Records how far the drainer delivered. Not synced: after a machine crash an older position
+   * only means events sent again, which consumers drop by event id.
+   */
+  async saveDeliveredPosition(position: DeliveredPosition): Promise<void> {
+    const path = join(this.ledger.dir, deliveredFileName);
+    // Overwritten in place at offset 0; created on first use.
+    const file = (this.positionFile ??= await open(path, 'r+').catch(() => open(path, 'w+')));
+    const bytes = encodeDeliveredPosition(position);
+    await file.write(bytes, 0, bytes.length, 0);
+  }
+
+  /** Closes the segment being read and the position file. */
+  async close(): Promise<void> {
+    await this.closeReadFile();
+    await this.positionFile?.close().catch(() => undefined);
+    this.positionFile = undefined;
+  }
+
+  /** The delivered position an earlier run left, if it is readable. */
+  private async readDeliveredPosition(): Promise<DeliveredPosition | undefined> {
+    const file = await open(join(this.ledger.dir, deliveredFileName), 'r').catch(() => undefined);
+    if (!file) return undefined;
+    try {
+      const bytes = Buffer.alloc(deliveredPositionBytes);
+      await file.read(bytes, 0, deliveredPositionBytes, 0);
+      return decodeDeliveredPosition(bytes);
+    } finally {
+      await file.close();
+    }
+  }
+
+  private async readFileOf(head: Segment): Promise<FileHandle> {
+    if (this.readFile?.sequence !== head.sequence) {
+      await this.closeReadFile();
+      this.readFile = { sequence: head.sequence, file: await open(head.path, 'r') };
+    }
+    return this.readFile.file;
+  }
+
+  /** Closes the segment being read (before it is removed, or at the end). */
+  async closeReadFile(): Promise<void> {
+    const current = this.readFile;
+    this.readFile = undefined;
+    await current?.file.close().catch(() => undefined);
+  }
+}
