@@ -40,31 +40,44 @@ export function rawRequest(
   });
 }
 
-/** The admin API as the operator. */
-export async function admin<T>(
+/**
+ * The admin API as the operator, on a connection of its own: a pooled keep-alive connection outlives the
+ * admin server's idle timeout between suites (one suite can run for minutes without an admin call), and a
+ * request sent on one the server has just closed fails with "other side closed" before reaching it.
+ */
+export function admin<T>(
   h: { adminUrl: string; adminToken: string },
   method: string,
   path: string,
   body?: unknown,
 ): Promise<{ status: number; body: T }> {
-  const send = () =>
-    fetch(`${h.adminUrl}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${h.adminToken}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  const response = await send().catch((error: unknown) => {
-    // An idle pooled connection the server closed just as it was reused (jest loading the next suite can hold
-    // the event loop past the pool's idle timer): the request never reached the server, so it is sent again.
-    if (idleConnectionClosed(error)) return send();
-    throw error;
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      `${h.adminUrl}/admin/v1${path}`,
+      {
+        method,
+        headers: { authorization: `Bearer ${h.adminToken}`, 'content-type': 'application/json' },
+        agent: false,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          try {
+            resolve({
+              status: response.statusCode ?? 0,
+              body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as T,
+            });
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error(String(error)));
+          }
+        });
+        response.on('error', reject);
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body === undefined ? undefined : JSON.stringify(body));
   });
-  return { status: response.status, body: (await response.json()) as T };
-}
-
-function idleConnectionClosed(error: unknown): boolean {
-  const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
-  return cause?.code === 'UND_ERR_SOCKET' && cause.message === 'other side closed';
 }
 
 /** Sum of a counter over all its series in a Prometheus text exposition. */
