@@ -3,7 +3,8 @@ import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { Clients } from '../clients';
 import { billingPeriodOf } from '@gw/vocabulary';
-import { accountUsageResource, environmentNames } from './resources';
+import { environmentToProto } from '@gw/vocabulary/proto';
+import { accountUsageResource } from './resources';
 
 /**
  * An account's usage in the current billing period and one environment: metering's sums and days beside
@@ -18,7 +19,7 @@ export async function accountUsage(
   const found = await clients.auth.getAccount({ id: accountId });
   if (!found.ok) return found;
   const account = found.value.account!;
-  const environment = environmentNames[environmentName]!;
+  const environment = environmentToProto(environmentName);
   const period = billingPeriodOf(now);
   const usageQuery = { accountId, periodStart: period.start.toISOString().slice(0, 10), environment };
   const [peeked, usage, daily] = await Promise.all([

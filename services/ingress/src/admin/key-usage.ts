@@ -6,7 +6,8 @@ import type { Clients } from '../clients';
 import { billingPeriodOf, billingPeriodStartingOn } from '@gw/vocabulary';
 import { roundGbp } from '../domain/usage-report';
 import { csvText } from './csv';
-import { environmentNames, keyResource } from './resources';
+import { environmentToProto } from '@gw/vocabulary/proto';
+import { keyResource } from './resources';
 
 /** The month a usage route reports: `period` (YYYY-MM, checked by the route's schema) or the current one. */
 export function usageWindow(
@@ -94,7 +95,7 @@ async function reportContext(
   const request = {
     accountId,
     periodStart: window.start.toISOString().slice(0, 10),
-    environment: environmentNames[window.environment]!,
+    environment: environmentToProto(window.environment),
   };
   const period = { start: window.start.toISOString(), end: window.end.toISOString() };
   return ok({ request, named, period, environment: window.environment, month: request.periodStart.slice(0, 7) });

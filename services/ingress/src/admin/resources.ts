@@ -1,33 +1,17 @@
 import type { Account, AccountUsage, AdminKey, ApiKey, Environment, KeyStatus } from '@gw/admin-api';
-import { commonv1 } from '@gw/proto';
 import type { authv1, meteringv1 } from '@gw/proto';
+import type { KeyEnvironment, PrivacyMode, ResidencyTier } from '@gw/vocabulary';
+import { environmentFromProto, privacyModeFromProto, residencyFromProto } from '@gw/vocabulary/proto';
 import { roundGbp } from '../domain/usage-report';
+
+/** A proto value without a name: it fails the answer's schema check on the way out, as a server fault. */
+const unknown = 'unknown';
 
 /** The JSON shapes of docs/admin-api.md, from the auth service's messages. */
 
 const isoOrNull = (unixMs: bigint | undefined) =>
   unixMs === undefined ? null : new Date(Number(unixMs)).toISOString();
 const numberOrNull = (value: bigint | undefined) => (value === undefined ? null : Number(value));
-
-export const environmentNames: Record<string, commonv1.Environment> = {
-  live: commonv1.Environment.LIVE,
-  test: commonv1.Environment.TEST,
-};
-export const residencyNames: Record<string, commonv1.Residency> = {
-  uk: commonv1.Residency.UK,
-  eu: commonv1.Residency.EU,
-};
-export const privacyModeNames: Record<string, commonv1.PrivacyMode> = {
-  off: commonv1.PrivacyMode.OFF,
-  flag: commonv1.PrivacyMode.FLAG,
-  redact: commonv1.PrivacyMode.REDACT,
-  tokenise: commonv1.PrivacyMode.TOKENISE,
-};
-
-/** The API's name of a proto enum value; a value without one fails the answer's check on the way out. */
-function nameOf<N extends string, V>(table: Record<string, V>, value: V): N {
-  return (Object.keys(table).find((name) => table[name] === value) ?? 'unknown') as N;
-}
 
 export function accountResource(account: authv1.Account): Account {
   const limits = account.limits;
@@ -60,10 +44,10 @@ export function keyResource(key: authv1.ApiKey, now = Date.now()): ApiKey {
     id: key.id,
     account_id: key.accountId,
     name: key.name,
-    environment: nameOf(environmentNames, key.environment),
+    environment: environmentFromProto(key.environment) ?? (unknown as KeyEnvironment),
     display_prefix: key.displayPrefix,
-    residency: nameOf(residencyNames, key.residency),
-    privacy_mode: nameOf(privacyModeNames, key.privacyMode),
+    residency: residencyFromProto(key.residency) ?? (unknown as ResidencyTier),
+    privacy_mode: privacyModeFromProto(key.privacyMode) ?? (unknown as PrivacyMode),
     allowed_models: key.allowedModels?.values ?? null,
     allowed_ips: key.allowedIps?.values ?? null,
     expires_at: isoOrNull(key.expiresAtUnixMs),

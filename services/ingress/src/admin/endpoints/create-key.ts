@@ -1,6 +1,7 @@
 import { adminApi } from '@gw/admin-api';
 import { requireAccount } from '../principal';
-import { environmentNames, keyResource, privacyModeNames, residencyNames } from '../resources';
+import { environmentToProto, privacyModeToProto, residencyToProto } from '@gw/vocabulary/proto';
+import { keyResource } from '../resources';
 import { json, serve } from '../route-kit';
 
 const list = (values: string[] | null | undefined) => (values ? { values } : undefined);
@@ -11,9 +12,9 @@ export const createKey = serve(adminApi.createKey, async ({ body }, { principal,
   const created = await clients.auth.createKey({
     accountId: body.account_id,
     name: body.name,
-    environment: environmentNames[body.environment],
-    residency: residencyNames[body.residency],
-    privacyMode: privacyModeNames[body.privacy_mode],
+    environment: environmentToProto(body.environment),
+    residency: residencyToProto(body.residency),
+    privacyMode: privacyModeToProto(body.privacy_mode),
     allowedModels: list(body.allowed_models),
     allowedIps: list(body.allowed_ips),
     expiresAtUnixMs: body.expires_at ? BigInt(Date.parse(body.expires_at)) : undefined,

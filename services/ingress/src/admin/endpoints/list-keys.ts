@@ -1,7 +1,8 @@
 import { adminApi } from '@gw/admin-api';
 import { commonv1 } from '@gw/proto';
 import { requireAccount } from '../principal';
-import { environmentNames, keyResource } from '../resources';
+import { environmentToProto } from '@gw/vocabulary/proto';
+import { keyResource } from '../resources';
 import { json, serve } from '../route-kit';
 
 export const listKeys = serve(adminApi.listKeys, async ({ query }, { principal, clients }) => {
@@ -12,7 +13,7 @@ export const listKeys = serve(adminApi.listKeys, async ({ query }, { principal, 
     page: { limit: query.limit, after: query.after },
     query: query.q,
     status: query.status,
-    environment: query.environment === '' ? commonv1.Environment.UNSPECIFIED : environmentNames[query.environment],
+    environment: query.environment === '' ? commonv1.Environment.UNSPECIFIED : environmentToProto(query.environment),
   });
   if (!listed.ok) return listed;
   return json({ data: listed.value.keys.map((key) => keyResource(key)), next_after: listed.value.nextAfter || null });
