@@ -1,11 +1,11 @@
 import Anthropic from '@anthropic-ai/sdk';
 import Redis from 'ioredis';
-import { waitUntil } from '@gw/testing';
+import { waitUntil, waitForRoomInMinute } from '@gw/testing';
 import { billingPeriodOf } from '@gw/vocabulary';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
 import type { RawResponse } from './http';
-import { awayFromMinuteBoundary, startIngressReplica, startQuotaReplica } from './replicas';
+import { startIngressReplica, startQuotaReplica } from './replicas';
 import type { Replica } from './replicas';
 
 const h = harness();
@@ -97,7 +97,7 @@ describe('the three limits across replicas', () => {
   it('admits exactly N of a 5×N burst spread over two ingresses and two quotas', async () => {
     const limit = 12;
     const { key } = await accountWithKey({ requests_per_minute: limit, concurrency: 1000 });
-    await awayFromMinuteBoundary();
+    await waitForRoomInMinute(3_000);
     const responses = await Promise.all(
       Array.from({ length: 5 * limit }, (_, index) => ask(index % 2 === 0 ? h.baseUrl : secondBaseUrl, key)),
     );
@@ -164,7 +164,7 @@ describe('the three limits across replicas', () => {
 describe('limits as the official SDK sees them', () => {
   it('raises RateLimitError with retry-after equal to the seconds until the next minute', async () => {
     const { key } = await accountWithKey({ requests_per_minute: 2, concurrency: 10 });
-    await awayFromMinuteBoundary();
+    await waitForRoomInMinute(3_000);
     const sdk = new Anthropic({ baseURL: h.baseUrl, apiKey: key, maxRetries: 0 });
     const params = { model, max_tokens: 8, messages: [{ role: 'user' as const, content: 'x' }] };
     await sdk.messages.create(params);
@@ -227,7 +227,7 @@ describe('limits as the official SDK sees them', () => {
 
   it('changes no counter for a refused request', async () => {
     const { accountId, key } = await accountWithKey({ requests_per_minute: 3, concurrency: 10 });
-    await awayFromMinuteBoundary();
+    await waitForRoomInMinute(3_000);
     const remaining = async () =>
       (await rawRequest(`${h.baseUrl}/v1/models`, { method: 'GET', headers: { 'x-api-key': key } })).headers[
         'anthropic-ratelimit-requests-remaining'

@@ -1,9 +1,8 @@
-import { waitUntil } from '@gw/testing';
+import { waitUntil, waitForRoomInMinute } from '@gw/testing';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
 import type { RawResponse } from './http';
 import { scrape, total } from './prometheus';
-import { awayFromMinuteBoundary } from './replicas';
 import type { Sample } from './prometheus';
 
 const h = harness();
@@ -251,7 +250,7 @@ describe('ingress edge metrics', () => {
     expect((await ask({ 'x-api-key': allowance.key })).status).toBe(200);
     expect((await ask({ 'x-api-key': ceiling.key })).status).toBe(200);
     // The per-minute window is the clock's minute: its two requests must fall in one.
-    await awayFromMinuteBoundary(10_000);
+    await waitForRoomInMinute(10_000);
     expect((await ask({ 'x-api-key': perMinute.key })).status).toBe(200);
     await waitUntil(
       async () =>

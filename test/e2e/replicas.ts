@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { grpcTransportEnv, isHealthy, repoRoot, stackGrpcTransport } from '@gw/local-stack';
 import type { HealthCheck } from '@gw/local-stack';
-import { waitForRoomInMinute, waitUntil } from '@gw/testing';
+import { waitUntil } from '@gw/testing';
 import type { Harness } from './harness';
 
 export interface Replica {
@@ -92,6 +92,3 @@ export function startIngressReplica(
     { kind: 'http', url: `http://127.0.0.1:${ports.admin}/readyz` },
   );
 }
-
-/** Waits out the last seconds of a clock minute, so a burst never straddles two windows. */
-export const awayFromMinuteBoundary = (marginMs = 3_000) => waitForRoomInMinute(marginMs);

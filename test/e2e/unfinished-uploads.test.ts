@@ -1,10 +1,10 @@
 import { request } from 'node:http';
 import Redis from 'ioredis';
-import { waitUntil } from '@gw/testing';
+import { waitUntil, waitForRoomInMinute } from '@gw/testing';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
 import type { RawResponse } from './http';
-import { awayFromMinuteBoundary } from './replicas';
+import {} from './replicas';
 
 const h = harness();
 const model = 'claude-sonnet-5';
@@ -64,7 +64,7 @@ describe('unfinished uploads count against the concurrency', () => {
   it('holds a slot from the verified key on: two trickling uploads fill a limit of 2, and free it when they go', async () => {
     const { accountId, key } = await accountWithKey({ concurrency: 2, requests_per_minute: 100 });
     const leasesHeld = () => redis.zcard(`q:{a:${accountId}:test}:inflight`);
-    await awayFromMinuteBoundary(10_000);
+    await waitForRoomInMinute(10_000);
 
     const uploads = [unfinishedUpload('/v1/messages', key), unfinishedUpload('/v1/messages/count_tokens', key)];
     await waitUntil(leasesHeld, { what: 'both uploads to hold a slot' }, (held) => held === 2);

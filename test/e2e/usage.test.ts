@@ -1,8 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { waitUntil } from '@gw/testing';
+import { waitUntil, waitForRoomInMinute } from '@gw/testing';
 import { harness } from './harness';
 import { admin, rawRequest } from './http';
-import { awayFromMinuteBoundary } from './replicas';
 
 const h = harness();
 const model = 'claude-sonnet-5';
@@ -121,7 +120,7 @@ describe('GET /v1/usage', () => {
 
   it('is free: not rate limited and consuming nothing', async () => {
     const key = await freshKey('test', { requests_per_minute: 2 });
-    await awayFromMinuteBoundary();
+    await waitForRoomInMinute(3_000);
     const remaining = async () => (await usage(key)).report.rate_limit.remaining;
     const first = await remaining();
     for (let index = 0; index < 5; index += 1) await usage(key);
