@@ -1,4 +1,4 @@
-import type { Kafka } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
 
 export interface ReceivedMessage {
   offset: string;
@@ -27,8 +27,13 @@ export interface BatchConsumerOptions {
    * committed to Kafka only after it resolves; when it throws, the chunk is delivered again.
    */
   processChunk(chunk: MessageChunk): Promise<void>;
-  /** Called when the consumer has stopped for good: kafkajs gave up restarting it. */
-  onCrash(error: Error): void;
+  /**
+   * Called when kafkajs gave up on the consumer (a failure it does not retry, such as a refused
+   * authentication while a broker restarts): a new consumer joins the group after restartInMs.
+   */
+  onCrash(error: Error, restartInMs: number): void;
+  /** The first and the longest wait before a crashed consumer is replaced; 1 s and 30 s. */
+  restartBackoff?: { initialMs: number; maxMs: number };
   /** Most messages per processChunk call; the group heartbeat is sent between chunks. */
   chunkSize?: number;
   /**
@@ -48,8 +53,55 @@ export interface RunningConsumer {
  * Consumes a topic in chunks with manual offset management: a chunk's offsets are resolved and
  * committed only after processChunk has stored its effects, so a crash or rebalance at any point
  * redelivers, never skips. A new group starts from the earliest offset.
+ *
+ * The consumer outlives what kafkajs gives up on: when kafkajs stops a consumer for good, a new one
+ * joins the group after a capped backoff, so that a broker that comes back with a hiccup (a refused
+ * authentication while its credentials load) never leaves usage unconsumed until someone restarts
+ * the process. The first start still fails the caller, which has nothing to serve without it.
  */
 export async function startBatchConsumer(kafka: Kafka, options: BatchConsumerOptions): Promise<RunningConsumer> {
+  const backoff = options.restartBackoff ?? { initialMs: 1_000, maxMs: 30_000 };
+  let current: Consumer | undefined;
+  let stopped = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let waitMs = backoff.initialMs;
+
+  const replace = (error: Error): void => {
+    if (stopped) return;
+    options.onCrash(error, waitMs);
+    const delay = waitMs;
+    waitMs = Math.min(waitMs * 2, backoff.maxMs);
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined;
+      if (stopped) return;
+      runConsumer(kafka, options, replace).then(
+        (consumer) => {
+          current = consumer;
+          waitMs = backoff.initialMs;
+          if (stopped) void consumer.disconnect();
+        },
+        (restartError: unknown) =>
+          replace(restartError instanceof Error ? restartError : new Error(String(restartError))),
+      );
+    }, delay);
+  };
+
+  current = await runConsumer(kafka, options, replace);
+  return {
+    stop: async () => {
+      stopped = true;
+      clearTimeout(restartTimer);
+      await current?.disconnect();
+    },
+  };
+}
+
+/** One consumer of the group, running until it is disconnected or kafkajs gives up on it (onGaveUp). */
+async function runConsumer(
+  kafka: Kafka,
+  options: BatchConsumerOptions,
+  onGaveUp: (error: Error) => void,
+): Promise<Consumer> {
   const chunkSize = options.chunkSize ?? 500;
   const sessionTimeout = options.sessionTimeoutMs ?? 6_000;
   // kafkajs heartbeats between fetches only (no background thread): an idle fetch waits at most a
@@ -63,7 +115,7 @@ export async function startBatchConsumer(kafka: Kafka, options: BatchConsumerOpt
     maxWaitTimeInMs: beat,
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
-    if (!payload.restart) options.onCrash(payload.error);
+    if (!payload.restart) onGaveUp(payload.error);
   });
 
   await consumer.connect();
@@ -101,5 +153,5 @@ export async function startBatchConsumer(kafka: Kafka, options: BatchConsumerOpt
     await consumer.disconnect().catch(() => undefined);
     throw error;
   }
-  return { stop: () => consumer.disconnect() };
+  return consumer;
 }

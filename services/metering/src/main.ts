@@ -102,10 +102,8 @@ void runOrExit(async () => {
       prices,
       alerts: new UsageAlerts(() => planCeilings, config.WEBHOOK_RETRY_WINDOW_MS),
     }),
-    onCrash: (error) => {
-      // A consumer that kafkajs will not restart leaves nothing to do: exit so that the process is restarted.
-      logger.fatal({ err: error }, 'usage consumer stopped');
-      process.exit(1);
+    onCrash: (error, restartInMs) => {
+      logger.error({ err: error, restart_in_ms: restartInMs }, 'usage consumer stopped; a new one joins the group');
     },
   });
   dispatcher.start();
