@@ -225,7 +225,6 @@ void runOrExit(async () => {
     refusals,
   });
   const publicServer = createHttpServer(publicApp, receiveBounds);
-  publicServer.keepAliveTimeout = 65_000;
   const adminApp = createAdminApp({
     clients: connections,
     operatorToken: config.ADMIN_TOKEN,

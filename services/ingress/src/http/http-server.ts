@@ -9,6 +9,15 @@ import { newRequestId } from '@gw/ids';
 /** Most bytes of a request's head (request line and headers): Node's default, chosen here on purpose. */
 export const maxHeaderBytes = 16 * 1024;
 
+/**
+ * An idle keep-alive connection stays open 65 s, longer than the 60 s idle timeout of common load
+ * balancers, so that the balancer, not the gateway, closes the connections it pools. Clients connecting
+ * directly are told 10 s less: one that honours the Keep-Alive header stops reusing a connection before
+ * the server closes it, instead of sending a request on it at the instant the server closes it, which
+ * fails as "other side closed" (clients' idle timers run late under load, by a second or more).
+ */
+export const keepAlive = { idleMs: 65_000, announced: 'timeout=55' } as const;
+
 /** How long Node waits for a request to arrive, counted from its first byte. */
 export interface ReceiveBounds {
   /** For the request line and headers; a connection that sends nothing is closed after it too. */
@@ -175,6 +184,7 @@ function answerNodeRefusals(app: RequestListener): RequestListener {
       );
       return;
     }
+    if (response.shouldKeepAlive) response.setHeader('Keep-Alive', keepAlive.announced);
     app(request, response);
   };
 }
@@ -187,7 +197,10 @@ function refuseExpectation(request: IncomingMessage, response: ServerResponse): 
   );
 }
 
-/** An HTTP/1.1 server with the gateway's bounds on receiving requests and envelope answers to unreadable ones. */
+/**
+ * An HTTP/1.1 server with the gateway's bounds on receiving requests, envelope answers to unreadable ones
+ * and its keep-alive rule.
+ */
 export function createHttpServer(app: RequestListener, bounds: ReceiveBounds): Server {
   const server = createServer(
     {
@@ -201,6 +214,7 @@ export function createHttpServer(app: RequestListener, bounds: ReceiveBounds): S
     },
     answerNodeRefusals(app),
   );
+  server.keepAliveTimeout = keepAlive.idleMs;
   server.on('checkExpectation', refuseExpectation);
   answerUnreadableRequests(server, bounds);
   return server;

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { waitUntil } from '@gw/testing';
-import { createHttpServer, maxHeaderBytes } from '../../src/http/http-server';
+import { createHttpServer, keepAlive, maxHeaderBytes } from '../../src/http/http-server';
 import type { ReceiveBounds } from '../../src/http/http-server';
 
 /**
@@ -169,6 +169,18 @@ describe('requests Node cannot read are answered in the envelope', () => {
     const expecting =
       'POST /read HTTP/1.1\r\nhost: a\r\nexpect: 100-continue\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}';
     expect(await statuses(expecting)).toEqual([100, 200]);
+  });
+
+  it('announces a shorter keep-alive than it keeps, so that clients let go of a connection first', async () => {
+    // The malformed second request ends the connection, once the first has been answered.
+    const received = await exchange(server.port, 'GET / HTTP/1.1\r\nhost: a\r\n\r\n', 'BREW / HTTP/1.1\r\n\r\n');
+    const keptAlive = answersIn(received);
+    expect(keptAlive[0]!.headers['keep-alive']).toBe('timeout=55');
+    expect(keepAlive.idleMs).toBeGreaterThanOrEqual(55_000 + 10_000);
+    // A connection that closes after its answer announces nothing.
+    const closing = answersIn(await exchange(server.port, 'GET / HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n'));
+    expect(closing[0]!.headers['keep-alive']).toBeUndefined();
+    expect(closing[0]!.headers.connection).toBe('close');
   });
 
   it('answers a malformed request after a good one on the same connection, after its answer', async () => {
