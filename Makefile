@@ -23,13 +23,25 @@ node_modules/.installed: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildc
 	pnpm install --frozen-lockfile
 	@touch $@
 
-gen: deps
+# Generated code and the dashboard's bundle are remade only when what they are made from changed, so that a
+# `make up` or `make lint` after a build does not spend half a minute making them again.
+gen: packages/proto/src/gen/.generated
+
+packages/proto/src/gen/.generated: node_modules/.installed buf.yaml buf.gen.yaml $(shell find proto -name '*.proto')
 	pnpm exec buf lint
 	pnpm exec buf generate
+	@touch $@
+
+DASHBOARD_INPUTS := $(shell find dashboard/src packages/*/src -type f -not -path '*/gen/*') \
+	dashboard/build.mjs dashboard/tsconfig.json dashboard/package.json packages/proto/src/gen/.generated
+
+dashboard/dist/.built: $(DASHBOARD_INPUTS)
+	pnpm --filter @gw/dashboard run build
+	@touch $@
 
 build: gen
 	pnpm exec tsc -b
-	pnpm --filter @gw/dashboard run build
+	@$(MAKE) --no-print-directory dashboard/dist/.built
 
 lint: build
 	pnpm exec tsc -p tsconfig.tests.json
