@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.8
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps build gen lint up down test test-unit test-integration test-node fuzz soak bench bench-quota bench-pii bench-gateway bench-bedrock images kind clean
+.PHONY: help deps build gen lint lint-types lint-style up down test test-unit test-integration test-node fuzz soak bench bench-quota bench-pii bench-gateway bench-bedrock images kind clean
 
 help:
 	@echo "make up     run the gateway locally (PostgreSQL, Redis, Kafka, six services, simulated upstream)"
@@ -43,9 +43,15 @@ build: gen
 	pnpm exec tsc -b
 	@$(MAKE) --no-print-directory dashboard/dist/.built
 
+# The type checks and the style checks run side by side: each is mostly one core's work.
 lint: build
+	@$(MAKE) --no-print-directory -j2 lint-types lint-style
+
+lint-types:
 	pnpm exec tsc -p tsconfig.tests.json
 	pnpm exec tsc -p dashboard/test/tsconfig.json
+
+lint-style:
 	pnpm exec eslint .
 	pnpm exec prettier --check .
 
@@ -58,7 +64,8 @@ down:
 test-unit: build
 	pnpm exec jest --config jest.unit.config.js
 
-test: lint
+# test/run.sh runs `make lint` as its first stage, so that its time is printed with the others'.
+test: deps
 	bash test/run.sh
 
 # The HTTP fuzz suite of `make test` (test/fuzz) with more requests: FUZZ_RUNS (50,000 unless set), FUZZ_SEED

@@ -40,6 +40,8 @@ stage() {
   echo "stage: $name took $((SECONDS - started)) s"
 }
 
+# Build, type checks of the tests, ESLint and Prettier.
+stage lint make --no-print-directory lint
 stage tools bash deploy/local/infra.sh tools
 # helm, kubeconform and the Kubernetes schemas for the chart's offline tests in the unit run (cached).
 stage helm bash -c 'bash deploy/install-helm.sh >/dev/null'
