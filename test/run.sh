@@ -26,6 +26,8 @@ summary() {
 }
 finish() {
   local status=$?
+  # A stage still running in the background when the run ends early.
+  jobs -p | xargs -r kill 2>/dev/null || true
   bash deploy/local/infra.sh down >/dev/null || true
   summary || true
   exit "$status"
@@ -57,12 +59,26 @@ stage control-plane bash -c 'bash deploy/cluster/install-control-plane.sh >/dev/
 # The real node of the real-pods test: kubelet, kube-proxy and CoreDNS built from their Go modules once
 # (cached beside the control plane), containerd, runc and the CNI plugins from Debian.
 stage node-tools bash -c 'bash deploy/node/install-node.sh >/dev/null'
-stage unit pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
-# The chart installed, upgraded, rolled back and uninstalled on that control plane (fake kwok nodes).
-stage cluster pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/cluster.test.ts \
-  --json --outputFile="$results/cluster.json"
-# The six images (podman; the base image made locally when no registry answers); they print their sizes.
-stage images bash deploy/images/build.sh
+# The unit run keeps one core busy (Jest's one worker on two cores); beside it, on the other core: the
+# chart installed, upgraded, rolled back and uninstalled on that control plane (fake kwok nodes), then the six
+# images built (podman; the base image made locally when no registry answers; they print their sizes). Their
+# output is printed once they end, so that it does not interleave with the unit run's.
+side_log="$results/cluster-and-images.log"
+(
+  stage cluster pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/cluster.test.ts \
+    --json --outputFile="$results/cluster.json"
+  stage images bash deploy/images/build.sh
+) >"$side_log" 2>&1 &
+side_pid=$!
+unit_status=0
+stage unit pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json" || unit_status=$?
+side_status=0
+wait "$side_pid" || side_status=$?
+cat "$side_log"
+if [ "$unit_status" -ne 0 ] || [ "$side_status" -ne 0 ]; then
+  echo "stage: unit exited with $unit_status, cluster and images with $side_status"
+  exit 1
+fi
 # The chart's own pods on a real node (kubelet, containerd, kube-proxy, CoreDNS) joined to a loopback control
 # plane, from those images; the node is taken down and the host restored at the end, whatever happened.
 stage node pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/node.test.ts \
