@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 # (for example from `make up`) are reused and left alone; servers started here are stopped at the end.
 export GW_STATE_DIR="$PWD/.local/test-infra"
 results="$PWD/.local/test-results"
+export results
 rm -rf "$results"
 mkdir -p "$results"
 
@@ -36,10 +37,15 @@ trap finish EXIT
 
 # Runs one stage and says how long it took, so that a slow CI run shows where its time went.
 stage() {
-  local name=$1 started=$SECONDS
+  local name=$1 started=$SECONDS status=0
   shift
-  "$@"
-  echo "stage: $name took $((SECONDS - started)) s"
+  "$@" || status=$?
+  if [ "$status" -eq 0 ]; then
+    echo "stage: $name took $((SECONDS - started)) s"
+  else
+    echo "stage: $name failed (exit $status) after $((SECONDS - started)) s"
+  fi
+  return "$status"
 }
 
 # Build, type checks of the tests, ESLint and Prettier.
@@ -59,26 +65,31 @@ stage control-plane bash -c 'bash deploy/cluster/install-control-plane.sh >/dev/
 # The real node of the real-pods test: kubelet, kube-proxy and CoreDNS built from their Go modules once
 # (cached beside the control plane), containerd, runc and the CNI plugins from Debian.
 stage node-tools bash -c 'bash deploy/node/install-node.sh >/dev/null'
-# The unit run keeps one core busy (Jest's one worker on two cores); beside it, on the other core: the
-# chart installed, upgraded, rolled back and uninstalled on that control plane (fake kwok nodes), then the six
-# images built (podman; the base image made locally when no registry answers; they print their sizes). Their
-# output is printed once they end, so that it does not interleave with the unit run's.
-side_log="$results/cluster-and-images.log"
-(
+# Two stages that each keep about one core busy run side by side: the second in the background, its
+# output held until both have ended so that the two do not interleave. Fails when either failed.
+side_by_side() {
+  local label=$1 side=$2 log="$results/$1.log" side_pid main_status=0 side_status=0
+  shift 2
+  bash -c "$(declare -f stage); $side" >"$log" 2>&1 &
+  side_pid=$!
+  "$@" || main_status=$?
+  wait "$side_pid" || side_status=$?
+  cat "$log"
+  if [ "$main_status" -ne 0 ] || [ "$side_status" -ne 0 ]; then
+    echo "stage: $label: the main part exited with $main_status, the side part with $side_status"
+    return 1
+  fi
+}
+
+# The unit run keeps one core busy (Jest's one worker on two cores); beside it: the chart installed,
+# upgraded, rolled back and uninstalled on that control plane (fake kwok nodes), then the six images built
+# (podman; the base image made locally when no registry answers; they print their sizes).
+side_by_side unit-beside-cluster-and-images '
+  set -euo pipefail
   stage cluster pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/cluster.test.ts \
     --json --outputFile="$results/cluster.json"
-  stage images bash deploy/images/build.sh
-) >"$side_log" 2>&1 &
-side_pid=$!
-unit_status=0
-stage unit pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json" || unit_status=$?
-side_status=0
-wait "$side_pid" || side_status=$?
-cat "$side_log"
-if [ "$unit_status" -ne 0 ] || [ "$side_status" -ne 0 ]; then
-  echo "stage: unit exited with $unit_status, cluster and images with $side_status"
-  exit 1
-fi
+  stage images bash deploy/images/build.sh' \
+  stage unit pnpm exec jest --config jest.unit.config.js --json --outputFile="$results/unit.json"
 # The chart's own pods on a real node (kubelet, containerd, kube-proxy, CoreDNS) joined to a loopback control
 # plane, from those images; the node is taken down and the host restored at the end, whatever happened.
 stage node pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/node.test.ts \
@@ -89,9 +100,11 @@ set -a
 source "$GW_STATE_DIR/infra.env"
 set +a
 stage integration pnpm exec jest --config jest.integration.config.js --runInBand --json --outputFile="$results/integration.json"
-# The images run with podman against the same infrastructure, on ports of their own (22000+).
-stage images-run pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/images-run.test.ts \
-  --json --outputFile="$results/images-run.json"
-# Chaos tests: they stop and start infrastructure, so they run on a stack of their own
-# (.local/chaos, other ports), which they start and stop themselves.
-stage chaos pnpm exec jest --config jest.chaos.config.js --runInBand --json --outputFile="$results/chaos.json"
+# Chaos tests stop and start infrastructure, so they run on a stack of their own (.local/chaos, other ports),
+# which they start and stop themselves; beside them the images run with podman against the tests'
+# infrastructure, on ports of their own (22000+).
+side_by_side chaos-beside-images-run '
+  set -euo pipefail
+  stage images-run pnpm exec jest --config jest.deploy.config.js --runInBand test/deploy/images-run.test.ts \
+    --json --outputFile="$results/images-run.json"' \
+  stage chaos pnpm exec jest --config jest.chaos.config.js --runInBand --json --outputFile="$results/chaos.json"
