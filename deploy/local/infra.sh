@@ -478,9 +478,18 @@ start_kafka() {
   kafka_security_material
   kafka_write_config
   local java_opts=(-Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Djava.awt.headless=true)
+  # A new data directory gets the SCRAM user with its format, which saves starting a JVM for it once the
+  # broker runs; one formatted before keeps its user (kafka_scram_user changes it only if the password did).
+  local scram=()
+  if [[ ! -f $KAFKA_DIR/data/meta.properties ]]; then
+    scram=(--add-scram "SCRAM-SHA-512=[name=$KAFKA_SCRAM_USER,password=$(<"$KAFKA_SECURITY_DIR/password")]")
+  fi
   (cd "$KAFKA_DIR" && java "${java_opts[@]}" -cp "$KAFKA_LIB/*" kafka.tools.StorageTool format \
-    -t "$(kafka_cluster_id)" -c "$KAFKA_DIR/server.properties" --ignore-formatted >>"$LOG_DIR/kafka.log" 2>&1) ||
-    die "kafka: formatting $KAFKA_DIR/data failed; see $LOG_DIR/kafka.log"
+    -t "$(kafka_cluster_id)" -c "$KAFKA_DIR/server.properties" --ignore-formatted "${scram[@]}" \
+    >>"$LOG_DIR/kafka.log" 2>&1) || die "kafka: formatting $KAFKA_DIR/data failed; see $LOG_DIR/kafka.log"
+  if [[ ${#scram[@]} -gt 0 ]]; then
+    sha256sum "$KAFKA_SECURITY_DIR/password" | cut -d' ' -f1 >"$KAFKA_DIR/scram-user"
+  fi
 
   log "kafka: starting on 127.0.0.1:$KAFKA_PORT, TLS and SCRAM (controller on $KAFKA_CONTROLLER_PORT, own listener on $KAFKA_INTERNAL_PORT)"
   # setsid: the broker outlives this script and is not hit by a Ctrl-C meant for it.
