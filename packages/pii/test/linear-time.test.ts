@@ -109,9 +109,16 @@ describe.each(ENTITY_TYPES)('detection of %s runs in linear time', (type) => {
       const largeMs = timed(large, type);
       if (largeMs > HARD_BOUND_MS) slow.push(`${name}: ${largeMs.toFixed(0)} ms for 100 KB`);
       if (largeMs > MEASURE_MS) {
-        const smallMs = timed(make(SMALL), type);
-        if (largeMs / Math.max(smallMs, 1) > 10) {
-          slow.push(`${name}: ${smallMs.toFixed(1)} ms → ${largeMs.toFixed(1)} ms for 4× the input`);
+        // Superlinear shows in every round; a machine busy with other work makes one round look so at most.
+        let ratio = { smallMs: 0, largeMs, times: Infinity };
+        for (let round = 0; round < 3 && ratio.times > 10; round += 1) {
+          const smallMs = timed(make(SMALL), type);
+          const roundLargeMs = round === 0 ? largeMs : timed(large, type);
+          const times = roundLargeMs / Math.max(smallMs, 1);
+          if (times < ratio.times) ratio = { smallMs, largeMs: roundLargeMs, times };
+        }
+        if (ratio.times > 10) {
+          slow.push(`${name}: ${ratio.smallMs.toFixed(1)} ms → ${ratio.largeMs.toFixed(1)} ms for 4× the input`);
         }
       }
     }
