@@ -149,6 +149,8 @@ export interface Fakes {
   held: string[];
   released: { leaseId: string; billableTokens: bigint }[];
   usage: UsageEventInit[];
+  /** The provisional usage events, one per request sent upstream. */
+  provisional: UsageEventInit[];
   /** Order of release and usage against client writes. */
   timeline: string[];
   router: { requests: routerv1.CompleteRequest[]; timeoutsMs: (number | undefined)[] };
@@ -167,6 +169,10 @@ export interface FakeOptions {
   restorationFor?: AdmitDeps['restorationFor'];
   /** Shared with the sink, to check the order of billing against what the client got. */
   timeline?: string[];
+  /** What the provisional usage record's durability resolves to, and when (durable at once by default). */
+  provisionalDurable?: Promise<boolean>;
+  /** When the final usage record is durable (at once by default). */
+  finalDurable?: Promise<void>;
 }
 
 type RawQuota = Parameters<typeof quotaClient>[0];
@@ -246,6 +252,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
   const held: string[] = [];
   const released: Fakes['released'] = [];
   const usage: UsageEventInit[] = [];
+  const provisional: UsageEventInit[] = [];
   const timeline = options.timeline ?? [];
   const failures: unknown[] = [];
   const malformed: string[] = [];
@@ -292,9 +299,16 @@ export function fakes(options: FakeOptions = {}): Fakes {
       countPrivacyFlags: () => undefined,
     },
     settle: {
-      recordUsage: async (event) => {
-        usage.push(event);
-        timeline.push('usage');
+      beginUsage: (event) => {
+        provisional.push(event);
+        return {
+          provisionalDurable: options.provisionalDurable ?? Promise.resolve(true),
+          finish: (final) => {
+            usage.push(final);
+            timeline.push('usage');
+            return options.finalDurable ?? Promise.resolve();
+          },
+        };
       },
       reportSettled: () => undefined,
       log,
@@ -309,6 +323,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
     held,
     released,
     usage,
+    provisional,
     timeline,
     router,
     failures,
