@@ -20,6 +20,7 @@ import type {
   ResponseSink,
   UsageEventInit,
 } from '../../src/pipeline/types';
+import { pace } from '@gw/testing';
 import { verifiedKey } from '../support/keys';
 
 export const liveKey = verifiedKey({
@@ -50,6 +51,8 @@ export interface RouterScript {
   failWith?: GatewayError;
   /** Waits for the signal to abort after the events (a slow upstream). */
   hang?: boolean;
+  /** The upstream's time before each event (none: all at once). */
+  paceMs?: number;
 }
 
 export const sse = (event: string, data: unknown): RouterEvent => ({
@@ -214,7 +217,10 @@ function fakeRouter(script: RouterScript, router: Fakes['router']): RawRouter {
       router.requests.push(create(routerv1.CompleteRequestSchema, request));
       router.timeoutsMs.push(callOptions?.timeoutMs);
       return (async function* () {
-        for (const event of script.events) yield ok(create(routerv1.CompleteResponseSchema, event));
+        for (const event of script.events) {
+          if (script.paceMs !== undefined) await pace(script.paceMs);
+          yield ok(create(routerv1.CompleteResponseSchema, event));
+        }
         if (script.hang && callOptions?.signal) {
           const signal = callOptions.signal;
           await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
