@@ -105,6 +105,10 @@ const lockedHere = new Set<string>();
  * position is not synced to disk, and Kafka may have taken a batch whose acknowledgement was lost),
  * which consumers absorb by event id.
  *
+ * Beside the events, a request may have a provisional record (begin()): the event that bills it at the most it
+ * may cost, never delivered, whose segment is kept until the request's final event (send() with it) is durable.
+ * A start that finds a provisional record with no final event after it delivers it as that request's event.
+ *
  * The spool is bounded: past maxBytes of undelivered events send() rejects with SpoolFullError, and
  * isFull() tells callers to stop taking work that would produce events. So does acceptsEvents(),
  * which also turns false while writes to the disk fail (until a probe write succeeds again) and once
@@ -208,7 +212,8 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     if (this.ledger.pendingBytes + entry.record.length > this.maxBytes) {
       return { durable: Promise.reject(new SpoolFullError(this.ledger.pendingBytes, this.maxBytes)), entry };
     }
-    this.ledger.pendingEvents += 1;
+    // A provisional record takes room, but is no event waiting for Kafka.
+    if (!pins) this.ledger.pendingEvents += 1;
     this.ledger.pendingBytes += entry.record.length;
     return { durable: this.writer.append(entry), entry };
   }

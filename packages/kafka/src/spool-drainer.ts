@@ -227,7 +227,8 @@ export class SpoolDrainer {
     const records = acknowledged === events.length ? read.records.length : recordCounts[acknowledged]! - 1;
     if (records > 0) {
       const end = read.records[records - 1]!.end;
-      this.acknowledge(head, records, end - this.reader.readOffset);
+      const provisional = read.records.slice(0, records).filter((record) => provisionalEvent(record.payload)).length;
+      this.acknowledge(head, records - provisional, end - this.reader.readOffset);
       this.reader.readOffset = end;
       await this.reader.saveDeliveredPosition({ sequence: head.sequence, offset: end }).catch((error: unknown) =>
         this.options.log('warn', 'usage spool: the delivered position was not saved (a restart sends these again)', {

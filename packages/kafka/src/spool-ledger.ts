@@ -8,7 +8,7 @@ export interface Segment {
   end: number;
   /** No more records are appended (an earlier run's, rotated, or after a failed write). */
   sealed: boolean;
-  /** Records not acknowledged by Kafka yet (or, for provisional ones, not passed by the drainer), and their bytes. */
+  /** Events not acknowledged by Kafka yet, and the bytes of the records not passed by the drainer (provisional ones too). */
   events: number;
   bytes: number;
   /**
@@ -28,7 +28,7 @@ export class SpoolLedger {
   /** Segments delivered whole but still pinned: deleted when their last pin goes. */
   readonly retained: Segment[] = [];
   nextSequence = 1;
-  /** Events and bytes not acknowledged yet: queued, on disk, or in flight to Kafka. */
+  /** Events and bytes not acknowledged yet: queued, on disk, or in flight to Kafka (bytes: provisional records too). */
   pendingEvents = 0;
   pendingBytes = 0;
 

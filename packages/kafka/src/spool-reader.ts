@@ -43,10 +43,13 @@ function eventIdOf(event: Uint8Array): string {
  */
 class OpenRequests {
   readonly open = new Map<string, Buffer>();
+  /** Where each provisional record of the segment being scanned ends (they are no events to deliver). */
+  segmentProvisional: number[] = [];
 
   visit = (record: SpoolRecord): void => {
     const provisional = provisionalEvent(record.payload);
     if (provisional) {
+      this.segmentProvisional.push(record.end);
       const id = eventIdOf(provisional);
       if (id) this.open.set(id, Buffer.from(provisional));
     } else if (this.open.size > 0) {
@@ -95,7 +98,9 @@ export class SpoolReader {
       this.ledger.nextSequence = Math.max(this.ledger.nextSequence, sequence + 1);
       const path = join(dir, name);
       const file = await files.open(path, 'r');
+      requests.segmentProvisional = [];
       const scan = await scanSegment(file, requests.visit).finally(() => file.close());
+      const provisional = requests.segmentProvisional;
       if (!scan.validHeader) {
         if (scan.skippedBytes < segmentHeaderBytes) {
           // Created, but the crash came before its header was synced: it never held an event.
@@ -118,8 +123,9 @@ export class SpoolReader {
           events: scan.events,
         });
       }
-      let events = scan.events;
+      let events = scan.events - provisional.length;
       let bytes = scan.recordBytes;
+      let readFrom = segmentHeaderBytes;
       if (
         this.ledger.segments.length === 0 &&
         delivered?.sequence === sequence &&
@@ -130,16 +136,19 @@ export class SpoolReader {
           .open(path, 'r')
           .then((opened) => recordsBefore(opened, delivered.offset).finally(() => opened.close()));
         if (before !== undefined) {
-          this.readOffset = delivered.offset;
-          events -= before;
+          const deliveredEvents = before - provisional.filter((end) => end <= delivered.offset).length;
+          readFrom = delivered.offset;
+          events -= deliveredEvents;
           bytes -= delivered.offset - segmentHeaderBytes;
-          skippedEvents = before;
+          skippedEvents = deliveredEvents;
         }
       }
       if (events === 0) {
+        // Nothing to deliver: the drainer starts in the next segment, from its first record.
         removable.push(path);
         continue;
       }
+      if (this.ledger.segments.length === 0) this.readOffset = readFrom;
       this.ledger.segments.push({ sequence, path, end: scan.validBytes, sealed: true, events, bytes, pins: 0 });
       this.ledger.pendingEvents += events;
       this.ledger.pendingBytes += bytes;

@@ -128,7 +128,7 @@ export class SpoolWriter {
         await file.write(bytes, 0, size, segment.end);
         await file.datasync();
         segment.end += size;
-        segment.events += end - index;
+        segment.events += batch.slice(index, end).filter((queued) => !queued.entry.pins).length;
         segment.bytes += size;
         for (const queued of batch.slice(index, end)) {
           queued.entry.segment = segment;
@@ -146,7 +146,7 @@ export class SpoolWriter {
 
   /** Refuses the records not written; the segment may end in part of one, so it is sealed. */
   private async writeFailed(failed: QueuedRecord[], error: unknown): Promise<void> {
-    this.ledger.pendingEvents -= failed.length;
+    this.ledger.pendingEvents -= failed.filter((queued) => !queued.entry.pins).length;
     this.ledger.pendingBytes -= failed.reduce((sum, queued) => sum + queued.entry.record.length, 0);
     this.options.log('error', 'usage spool: write failed, events refused; no new work until writes succeed again', {
       err: error,

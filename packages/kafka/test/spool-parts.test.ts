@@ -81,4 +81,21 @@ describe('the spool writer and reader', () => {
     expect(read.records.map((found) => found.payload.toString())).toEqual(['payload-0002']);
     await reader.close();
   });
+
+  it('starts the next segment from its first record when the delivered position is at the end of the first', async () => {
+    await writeFive();
+    const first = new SpoolReader(new SpoolLedger(dir, nodeSpoolFiles), noLog);
+    await first.saveDeliveredPosition({ sequence: 1, offset: segmentHeaderBytes + 3 * recordBytes });
+    await first.close();
+
+    const recovered = new SpoolLedger(dir, nodeSpoolFiles);
+    const reader = new SpoolReader(recovered, noLog);
+    const { removable } = await reader.recover();
+    expect(removable).toHaveLength(1);
+    expect(reader.readOffset).toBe(segmentHeaderBytes);
+    expect(recovered.pendingEvents).toBe(2);
+    const read = await reader.readBatch(recovered.segments[0]!, 10);
+    expect(read.records.map((found) => found.payload.toString())).toEqual(['payload-0003', 'payload-0004']);
+    await reader.close();
+  });
 });

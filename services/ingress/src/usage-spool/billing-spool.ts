@@ -141,7 +141,9 @@ export function registerUsageSpoolMetrics(
   });
   new Gauge({
     name: 'gateway_usage_spool_bytes',
-    help: 'Bytes of the usage events Kafka has not acknowledged yet; USAGE_SPOOL_MAX_BYTES caps it.',
+    help:
+      'Bytes of the usage events Kafka has not acknowledged yet, and of the provisional usage records not yet ' +
+      'passed; USAGE_SPOOL_MAX_BYTES caps it.',
     registers: [registry],
     collect() {
       this.set(publisher.depth().bytes);
