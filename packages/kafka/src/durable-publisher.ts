@@ -1,15 +1,18 @@
-import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { eventsv1, toBinary } from '@gw/proto';
 import type { KafkaLog } from './client';
 import { SpoolDrainer } from './spool-drainer';
-import { encodeRecord } from './spool-format';
-import { SpoolLedger } from './spool-ledger';
+import { nodeSpoolFiles } from './spool-files';
+import type { SpoolFiles } from './spool-files';
+import { encodeProvisionalRecord, encodeRecord } from './spool-format';
+import { removeFile, SpoolLedger } from './spool-ledger';
 import { SpoolLock, SpoolLockedError } from './spool-lock';
 import type { SpoolLockOptions } from './spool-lock';
 import { SpoolReader } from './spool-reader';
+import type { Recovery } from './spool-reader';
 import { SpoolWriter } from './spool-writer';
+import type { SpoolAppend } from './spool-writer';
 import type { UsageEvent, UsageEventPublisher } from './usage-producer';
 
 /** send() refused an event: the spool holds as many bytes as it may. */
@@ -70,6 +73,21 @@ export interface DurableUsagePublisherOptions {
   /** The directory lock was taken by another process: this one must stop (its events are refused meanwhile). */
   onLockLost?: (reason: string) => void;
   log?: KafkaLog;
+  /** The file system under the spool: node's; a test's crash layer. */
+  files?: SpoolFiles;
+}
+
+/**
+ * A request's provisional record (begin()): the event that bills it at the most it may cost, kept on
+ * disk until the request's final event is durable, and billed in its place after a crash if that
+ * never happened.
+ */
+export class ProvisionalRecord {
+  constructor(
+    /** Resolves once the record is synced; rejects when it was not written (spool full, disk failing). */
+    readonly durable: Promise<void>,
+    readonly entry: SpoolAppend,
+  ) {}
 }
 
 type State = 'new' | 'opening' | 'open' | 'closing' | 'closed';
@@ -86,6 +104,10 @@ const lockedHere = new Set<string>();
  * the delivered position the drainer keeps beside them; an event may still be delivered twice (the
  * position is not synced to disk, and Kafka may have taken a batch whose acknowledgement was lost),
  * which consumers absorb by event id.
+ *
+ * Beside the events, a request may have a provisional record (begin()): the event that bills it at the most it
+ * may cost, never delivered, whose segment is kept until the request's final event (send() with it) is durable.
+ * A start that finds a provisional record with no final event after it delivers it as that request's event.
  *
  * The spool is bounded: past maxBytes of undelivered events send() rejects with SpoolFullError, and
  * isFull() tells callers to stop taking work that would produce events. So does acceptsEvents(),
@@ -115,7 +137,7 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     this.maxBytes = options.maxBytes ?? 256 * 1024 * 1024;
     this.headroomBytes = options.headroomBytes ?? Math.min(1024 * 1024, Math.floor(this.maxBytes / 10));
     this.log = options.log ?? (() => undefined);
-    this.ledger = new SpoolLedger(this.dir);
+    this.ledger = new SpoolLedger(this.dir, options.files ?? nodeSpoolFiles);
     this.writer = new SpoolWriter(this.ledger, {
       segmentBytes: options.segmentBytes ?? 4 * 1024 * 1024,
       writeProbeMs: options.writeProbeMs ?? 1_000,
@@ -142,9 +164,9 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     if (this.state !== 'new') throw new Error(`the durable usage publisher cannot connect when ${this.state}`);
     this.state = 'opening';
     try {
-      await mkdir(this.dir, { recursive: true });
+      await this.ledger.files.mkdir(this.dir);
       await this.lock();
-      await this.reader.recover();
+      await this.settleOrphans(await this.reader.recover());
     } catch (error) {
       this.state = 'closed';
       await this.unlock();
@@ -154,23 +176,63 @@ export class DurableUsagePublisher implements UsageEventPublisher {
     this.drainer.start();
   }
 
-  /** Resolves once the event is synced to the spool (not once Kafka has it). */
-  send(event: UsageEvent): Promise<void> {
+  /**
+   * Resolves once the event is synced to the spool (not once Kafka has it). With the request's
+   * provisional record, that record stops pinning its segment once this one is durable.
+   */
+  send(event: UsageEvent, provisional?: ProvisionalRecord): Promise<void> {
+    const appended = this.append(() => encodeRecord(toBinary(eventsv1.UsageEventSchema, event)), false);
+    if (!provisional) return appended.durable;
+    return appended.durable.then(() => {
+      const segment = provisional.entry.segment;
+      provisional.entry.segment = undefined;
+      if (segment) this.drainer.releasePin(segment);
+    });
+  }
+
+  /**
+   * Appends the request's provisional record: the event that bills it should its final one (send())
+   * never become durable. Never delivered to Kafka.
+   */
+  begin(event: UsageEvent): ProvisionalRecord {
+    const appended = this.append(() => encodeProvisionalRecord(toBinary(eventsv1.UsageEventSchema, event)), true);
+    return new ProvisionalRecord(appended.durable, appended.entry);
+  }
+
+  private append(encode: () => Buffer, pins: boolean): { durable: Promise<void>; entry: SpoolAppend } {
+    const entry: SpoolAppend = { record: Buffer.alloc(0), pins };
     if (this.state !== 'open') {
-      return Promise.reject(new Error(`the durable usage publisher is not open (${this.state})`));
+      return { durable: Promise.reject(new Error(`the durable usage publisher is not open (${this.state})`)), entry };
     }
-    let record: Buffer;
     try {
-      record = encodeRecord(toBinary(eventsv1.UsageEventSchema, event));
+      entry.record = encode();
     } catch (error) {
-      return Promise.reject(error);
+      return { durable: Promise.reject(error), entry };
     }
-    if (this.ledger.pendingBytes + record.length > this.maxBytes) {
-      return Promise.reject(new SpoolFullError(this.ledger.pendingBytes, this.maxBytes));
+    if (this.ledger.pendingBytes + entry.record.length > this.maxBytes) {
+      return { durable: Promise.reject(new SpoolFullError(this.ledger.pendingBytes, this.maxBytes)), entry };
     }
-    this.ledger.pendingEvents += 1;
-    this.ledger.pendingBytes += record.length;
-    return this.writer.append(record);
+    // A provisional record takes room, but is no event waiting for Kafka.
+    if (!pins) this.ledger.pendingEvents += 1;
+    this.ledger.pendingBytes += entry.record.length;
+    return { durable: this.writer.append(entry), entry };
+  }
+
+  /**
+   * The requests an earlier run left unsettled get their provisional event as their final one, synced
+   * before the files that held it (or anything) are deleted.
+   */
+  private async settleOrphans({ orphans, removable }: Recovery): Promise<void> {
+    const records = orphans.map((event) => encodeRecord(event));
+    this.ledger.pendingEvents += records.length;
+    this.ledger.pendingBytes += records.reduce((sum, record) => sum + record.length, 0);
+    await Promise.all(records.map((record) => this.writer.append({ record, pins: false })));
+    if (orphans.length > 0) {
+      this.log('warn', 'usage spool: requests an earlier run left unsettled are billed from their provisional record', {
+        requests: orphans.length,
+      });
+    }
+    for (const path of removable) await removeFile(this.ledger.files, path);
   }
 
   /** True when the spool is too close to its cap to take the events of new work. */
@@ -207,7 +269,10 @@ export class DurableUsagePublisher implements UsageEventPublisher {
 
     await this.writer.sealAppendFile();
     await this.reader.close();
-    if (drainerStopped && this.ledger.pendingEvents === 0) await this.drainer.removeDrainedSpool();
+    // Segments pinned by requests still unsettled stay for the next start, which bills them.
+    if (drainerStopped && this.ledger.pendingEvents === 0 && !this.ledger.pinned) {
+      await this.drainer.removeDrainedSpool();
+    }
     this.log('info', 'usage spool closed', {
       pending_events: this.ledger.pendingEvents,
       pending_bytes: this.ledger.pendingBytes,

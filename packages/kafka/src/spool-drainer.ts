@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { eventsv1, fromBinary } from '@gw/proto';
 import type { KafkaLog } from './client';
-import { recordHeaderBytes, segmentFileName } from './spool-format';
+import { provisionalEvent, recordHeaderBytes, segmentFileName } from './spool-format';
 import type { SpoolRecord } from './spool-format';
 import { deliveredFileName, removeFile } from './spool-ledger';
 import type { Segment, SpoolLedger } from './spool-ledger';
@@ -145,8 +145,27 @@ export class SpoolDrainer {
    * without it are only sent again, while a position without them must not outlive them.
    */
   async removeDrainedSpool(): Promise<void> {
-    await removeFile(join(this.ledger.dir, deliveredFileName));
-    for (const segment of this.ledger.segments.splice(0)) await removeFile(segment.path);
+    const { files } = this.ledger;
+    await removeFile(files, join(this.ledger.dir, deliveredFileName));
+    for (const segment of this.ledger.segments.splice(0)) await removeFile(files, segment.path);
+  }
+
+  /**
+   * A request's final record is durable: its provisional record no longer pins its segment, which is
+   * deleted if it was delivered whole already.
+   */
+  releasePin(segment: Segment): void {
+    segment.pins -= 1;
+    if (segment.pins > 0) return;
+    const retained = this.ledger.retained.indexOf(segment);
+    if (retained === -1) return;
+    this.ledger.retained.splice(retained, 1);
+    removeFile(this.ledger.files, segment.path).catch((error: unknown) =>
+      this.options.log('warn', 'usage spool: a delivered segment was not deleted', {
+        err: error,
+        file: segmentFileName(segment.sequence),
+      }),
+    );
   }
 
   /** Delivers the spool in order until stop(); never rejects. */
@@ -208,7 +227,8 @@ export class SpoolDrainer {
     const records = acknowledged === events.length ? read.records.length : recordCounts[acknowledged]! - 1;
     if (records > 0) {
       const end = read.records[records - 1]!.end;
-      this.acknowledge(head, records, end - this.reader.readOffset);
+      const provisional = read.records.slice(0, records).filter((record) => provisionalEvent(record.payload)).length;
+      this.acknowledge(head, records - provisional, end - this.reader.readOffset);
       this.reader.readOffset = end;
       await this.reader.saveDeliveredPosition({ sequence: head.sequence, offset: end }).catch((error: unknown) =>
         this.options.log('warn', 'usage spool: the delivered position was not saved (a restart sends these again)', {
@@ -220,14 +240,15 @@ export class SpoolDrainer {
   }
 
   /**
-   * Records that do not decode (despite a valid checksum) can never be delivered: they are
-   * skipped along with the delivered records around them.
+   * Provisional records are never delivered, and records that do not decode (despite a valid checksum)
+   * never can be: both are skipped along with the delivered records around them.
    */
   private decode(head: Segment, records: SpoolRecord[]): { events: UsageEvent[]; recordCounts: number[] } {
     const events: UsageEvent[] = [];
     /** For each event, the number of records up to and including it. */
     const recordCounts: number[] = [];
     records.forEach((record, index) => {
+      if (provisionalEvent(record.payload)) return;
       try {
         events.push(fromBinary(eventsv1.UsageEventSchema, record.payload));
         recordCounts.push(index + 1);
@@ -295,7 +316,9 @@ export class SpoolDrainer {
 
   private async removeHead(head: Segment): Promise<void> {
     await this.reader.closeReadFile();
-    await removeFile(head.path);
+    // Pinned, it stays on disk until its requests' final records are durable.
+    if (head.pins > 0) this.ledger.retained.push(head);
+    else await removeFile(this.ledger.files, head.path);
     this.ledger.segments.shift();
     this.reader.startNextSegment();
     // Nothing should remain; the counters stay exact even if something did.

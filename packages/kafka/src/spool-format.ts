@@ -1,5 +1,5 @@
-import type { FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
+import type { SpoolFile } from './spool-files';
 
 /**
  * The on-disk format of the usage spool.
@@ -13,6 +13,12 @@ import { crc32 } from 'node:zlib';
  * offset 4  u32 LE  CRC-32 (zlib polynomial) of bytes 0..3 followed by the payload
  * offset 8  n bytes payload: a gateway.events.v1.UsageEvent, protobuf binary
  * ```
+ *
+ * A payload whose first byte is 0 is a provisional record: the byte 0, then the UsageEvent that bills the
+ * request at the most it may cost, written when the request is sent upstream. It is never delivered; after
+ * a crash it is billed in place of its request's final event if that never became durable (spool-reader.ts).
+ * A protobuf message never starts with 0 (field number 0 is invalid), so segments of the first version of
+ * this format read the same, and a reader of that version drops provisional records as undecodable.
  *
  * A record cut short by a crash (header or payload incomplete, or bytes that fail the checksum, such
  * as the zeros a file system may show after an unsynced extension) ends the readable part of its
@@ -55,6 +61,22 @@ export function encodeRecord(payload: Uint8Array): Buffer {
   record.set(payload, recordHeaderBytes);
   record.writeUInt32LE(checksum(record, payload.length), 4);
   return record;
+}
+
+/** The first payload byte of a provisional record. */
+const provisionalMarker = 0;
+
+/** A provisional record: the event the request is billed by should its final one never become durable. */
+export function encodeProvisionalRecord(event: Uint8Array): Buffer {
+  const payload = Buffer.allocUnsafe(event.length + 1);
+  payload[0] = provisionalMarker;
+  payload.set(event, 1);
+  return encodeRecord(payload);
+}
+
+/** The event of a provisional record's payload, or undefined when the payload is a final event. */
+export function provisionalEvent(payload: Buffer): Buffer | undefined {
+  return payload.length > 0 && payload[0] === provisionalMarker ? payload.subarray(1) : undefined;
 }
 
 export interface SpoolRecord {
@@ -104,12 +126,7 @@ export interface ReadRecords {
 }
 
 /** Reads up to maxRecords whole records of a segment between offsets `from` and `to`. */
-export async function readRecords(
-  file: FileHandle,
-  from: number,
-  to: number,
-  maxRecords: number,
-): Promise<ReadRecords> {
+export async function readRecords(file: SpoolFile, from: number, to: number, maxRecords: number): Promise<ReadRecords> {
   const length = Math.min(to - from, readChunkBytes);
   if (length <= 0) return { records: [], next: from, unreadable: false };
   const buffer = Buffer.allocUnsafe(length);
@@ -140,8 +157,8 @@ export interface SegmentScan {
   skippedBytes: number;
 }
 
-/** Walks a segment left by an earlier run to find its valid records. */
-export async function scanSegment(file: FileHandle): Promise<SegmentScan> {
+/** Walks a segment left by an earlier run to find its valid records, each shown to `visit` in order. */
+export async function scanSegment(file: SpoolFile, visit?: (record: SpoolRecord) => void): Promise<SegmentScan> {
   const size = (await file.stat()).size;
   const header = Buffer.alloc(segmentHeaderBytes);
   const { bytesRead } = await file.read(header, 0, segmentHeaderBytes, 0);
@@ -152,6 +169,7 @@ export async function scanSegment(file: FileHandle): Promise<SegmentScan> {
   let events = 0;
   for (;;) {
     const read = await readRecords(file, offset, size, Infinity);
+    if (visit) read.records.forEach(visit);
     events += read.records.length;
     offset = read.next;
     if (read.unreadable || offset >= size) break;
@@ -169,7 +187,7 @@ export async function scanSegment(file: FileHandle): Promise<SegmentScan> {
  * The number of whole records from the segment's start up to offset `to`, or undefined when `to`
  * is not the end of a record (then it cannot be a delivered position of this segment).
  */
-export async function recordsBefore(file: FileHandle, to: number): Promise<number | undefined> {
+export async function recordsBefore(file: SpoolFile, to: number): Promise<number | undefined> {
   let offset = segmentHeaderBytes;
   let records = 0;
   while (offset < to) {

@@ -1,4 +1,4 @@
-import { open, unlink } from 'node:fs/promises';
+import type { SpoolFiles } from './spool-files';
 
 /** One segment file of the spool. */
 export interface Segment {
@@ -8,9 +8,14 @@ export interface Segment {
   end: number;
   /** No more records are appended (an earlier run's, rotated, or after a failed write). */
   sealed: boolean;
-  /** Records not acknowledged by Kafka yet, and their bytes. */
+  /** Events not acknowledged by Kafka yet, and the bytes of the records not passed by the drainer (provisional ones too). */
   events: number;
   bytes: number;
+  /**
+   * Provisional records in this segment whose request has no durable final record yet: the file must
+   * outlive its delivery, since after a crash the request is billed from them.
+   */
+  pins: number;
 }
 
 /**
@@ -20,12 +25,22 @@ export interface Segment {
 export class SpoolLedger {
   /** Oldest first; the last one takes the appends unless it is sealed. */
   readonly segments: Segment[] = [];
+  /** Segments delivered whole but still pinned: deleted when their last pin goes. */
+  readonly retained: Segment[] = [];
   nextSequence = 1;
-  /** Events and bytes not acknowledged yet: queued, on disk, or in flight to Kafka. */
+  /** Events and bytes not acknowledged yet: queued, on disk, or in flight to Kafka (bytes: provisional records too). */
   pendingEvents = 0;
   pendingBytes = 0;
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    readonly files: SpoolFiles,
+  ) {}
+
+  /** True while some segment holds the provisional record of a request not settled durably. */
+  get pinned(): boolean {
+    return this.retained.length > 0 || this.segments.some((segment) => segment.pins > 0);
+  }
 }
 
 /** Where the drainer has delivered to (DeliveredPosition), so that a restart does not send it again. */
@@ -36,20 +51,10 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** Deletes the file; one already gone is not an error. */
-export async function removeFile(path: string): Promise<void> {
+export async function removeFile(files: SpoolFiles, path: string): Promise<void> {
   try {
-    await unlink(path);
+    await files.unlink(path);
   } catch (error) {
     if (errorCode(error) !== 'ENOENT') throw error;
-  }
-}
-
-/** Makes the directory's entries (new or removed names) survive a crash. */
-export async function syncDirectory(dir: string): Promise<void> {
-  const directory = await open(dir, 'r');
-  try {
-    await directory.sync();
-  } finally {
-    await directory.close();
   }
 }

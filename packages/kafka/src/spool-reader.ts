@@ -1,20 +1,62 @@
-import { open, readdir, rename } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { eventsv1, fromBinary } from '@gw/proto';
 import type { KafkaLog } from './client';
+import type { SpoolFile } from './spool-files';
 import {
   decodeDeliveredPosition,
   deliveredPositionBytes,
   encodeDeliveredPosition,
+  provisionalEvent,
   readRecords,
   recordsBefore,
   scanSegment,
   segmentHeaderBytes,
   segmentSequence,
 } from './spool-format';
-import type { DeliveredPosition, ReadRecords } from './spool-format';
-import { deliveredFileName, removeFile } from './spool-ledger';
+import type { DeliveredPosition, ReadRecords, SpoolRecord } from './spool-format';
+import { deliveredFileName } from './spool-ledger';
 import type { Segment, SpoolLedger } from './spool-ledger';
+
+/** What recovery found beside the segments to deliver. */
+export interface Recovery {
+  /**
+   * The provisional events of requests whose final record never became durable (the process stopped
+   * while they ran): each is appended as its request's final event, billed at the most it could cost.
+   */
+  orphans: Buffer[];
+  /** Files left with nothing to deliver: deleted once the orphans are durable, since they may hold them. */
+  removable: string[];
+}
+
+/** The event id of an encoded UsageEvent; empty when it does not decode. */
+function eventIdOf(event: Uint8Array): string {
+  try {
+    return fromBinary(eventsv1.UsageEventSchema, event).eventId;
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Follows provisional and final records in spool order: a provisional record is open until a final
+ * record of the same event id follows it.
+ */
+class OpenRequests {
+  readonly open = new Map<string, Buffer>();
+  /** Where each provisional record of the segment being scanned ends (they are no events to deliver). */
+  segmentProvisional: number[] = [];
+
+  visit = (record: SpoolRecord): void => {
+    const provisional = provisionalEvent(record.payload);
+    if (provisional) {
+      this.segmentProvisional.push(record.end);
+      const id = eventIdOf(provisional);
+      if (id) this.open.set(id, Buffer.from(provisional));
+    } else if (this.open.size > 0) {
+      this.open.delete(eventIdOf(record.payload));
+    }
+  };
+}
 
 /**
  * Reads the spool back: at start, the segments an earlier run left and how far it delivered; then
@@ -24,18 +66,23 @@ import type { Segment, SpoolLedger } from './spool-ledger';
 export class SpoolReader {
   /** Where the next record to deliver starts in the oldest segment. */
   readOffset = segmentHeaderBytes;
-  private readFile: { sequence: number; file: FileHandle } | undefined;
-  private positionFile: FileHandle | undefined;
+  private readFile: { sequence: number; file: SpoolFile } | undefined;
+  private positionFile: SpoolFile | undefined;
 
   constructor(
     private readonly ledger: SpoolLedger,
     private readonly log: KafkaLog,
   ) {}
 
-  /** Reads the segments an earlier run left, oldest first; they are delivered before anything new. */
-  async recover(): Promise<void> {
+  /**
+   * Reads the segments an earlier run left, oldest first; they are delivered before anything new. Every
+   * segment is read whole, those delivered already too, for the provisional records of requests that
+   * never settled durably.
+   */
+  async recover(): Promise<Recovery> {
+    const { files, dir } = this.ledger;
     const found: { sequence: number; name: string }[] = [];
-    for (const name of await readdir(this.ledger.dir)) {
+    for (const name of await files.readdir(dir)) {
       const sequence = segmentSequence(name);
       if (sequence !== undefined) found.push({ sequence, name });
     }
@@ -44,25 +91,29 @@ export class SpoolReader {
     // New segments must come after the position, whatever files are left: a segment numbered below
     // it would be taken for a delivered one at the next start.
     if (delivered) this.ledger.nextSequence = delivered.sequence + 1;
+    const requests = new OpenRequests();
+    const removable: string[] = [];
     let skippedEvents = 0;
     for (const { sequence, name } of found) {
       this.ledger.nextSequence = Math.max(this.ledger.nextSequence, sequence + 1);
-      const path = join(this.ledger.dir, name);
-      if (delivered && sequence < delivered.sequence) {
-        // Delivered whole; the run that delivered it stopped before deleting it.
-        await removeFile(path);
-        continue;
-      }
-      const file = await open(path, 'r');
-      const scan = await scanSegment(file).finally(() => file.close());
+      const path = join(dir, name);
+      const file = await files.open(path, 'r');
+      requests.segmentProvisional = [];
+      const scan = await scanSegment(file, requests.visit).finally(() => file.close());
+      const provisional = requests.segmentProvisional;
       if (!scan.validHeader) {
         if (scan.skippedBytes < segmentHeaderBytes) {
           // Created, but the crash came before its header was synced: it never held an event.
-          await removeFile(path);
+          removable.push(path);
         } else {
           this.log('error', 'usage spool: not a spool segment, set aside', { file: name, bytes: scan.skippedBytes });
-          await rename(path, `${path}.unreadable`);
+          await files.rename(path, `${path}.unreadable`);
         }
+        continue;
+      }
+      if (delivered && sequence < delivered.sequence) {
+        // Delivered whole (kept for its provisional records, or the run stopped before deleting it).
+        removable.push(path);
         continue;
       }
       if (scan.skippedBytes > 0) {
@@ -72,40 +123,47 @@ export class SpoolReader {
           events: scan.events,
         });
       }
-      let events = scan.events;
+      let events = scan.events - provisional.length;
       let bytes = scan.recordBytes;
+      let readFrom = segmentHeaderBytes;
       if (
         this.ledger.segments.length === 0 &&
         delivered?.sequence === sequence &&
         delivered.offset <= scan.validBytes
       ) {
         // The first segment left is the one the drainer was in: it resumes past what Kafka took.
-        const before = await open(path, 'r').then((file) =>
-          recordsBefore(file, delivered.offset).finally(() => file.close()),
-        );
+        const before = await files
+          .open(path, 'r')
+          .then((opened) => recordsBefore(opened, delivered.offset).finally(() => opened.close()));
         if (before !== undefined) {
-          this.readOffset = delivered.offset;
-          events -= before;
+          const deliveredEvents = before - provisional.filter((end) => end <= delivered.offset).length;
+          readFrom = delivered.offset;
+          events -= deliveredEvents;
           bytes -= delivered.offset - segmentHeaderBytes;
-          skippedEvents = before;
+          skippedEvents = deliveredEvents;
         }
       }
       if (events === 0) {
-        await removeFile(path);
+        // Nothing to deliver: the drainer starts in the next segment, from its first record.
+        removable.push(path);
         continue;
       }
-      this.ledger.segments.push({ sequence, path, end: scan.validBytes, sealed: true, events, bytes });
+      if (this.ledger.segments.length === 0) this.readOffset = readFrom;
+      this.ledger.segments.push({ sequence, path, end: scan.validBytes, sealed: true, events, bytes, pins: 0 });
       this.ledger.pendingEvents += events;
       this.ledger.pendingBytes += bytes;
     }
-    if (this.ledger.segments.length > 0) {
+    const orphans = [...requests.open.values()];
+    if (this.ledger.segments.length > 0 || orphans.length > 0) {
       this.log('info', 'usage spool: delivering the events of an earlier run', {
         segments: this.ledger.segments.length,
         events: this.ledger.pendingEvents,
         bytes: this.ledger.pendingBytes,
         already_delivered_events: skippedEvents,
+        unsettled_requests: orphans.length,
       });
     }
+    return { orphans, removable };
   }
 
   /** Up to maxEvents records of the segment from the read offset, as far as its synced end. */
@@ -126,7 +184,8 @@ export class SpoolReader {
   async saveDeliveredPosition(position: DeliveredPosition): Promise<void> {
     const path = join(this.ledger.dir, deliveredFileName);
     // Overwritten in place at offset 0; created on first use.
-    const file = (this.positionFile ??= await open(path, 'r+').catch(() => open(path, 'w+')));
+    const { files } = this.ledger;
+    const file = (this.positionFile ??= await files.open(path, 'r+').catch(() => files.open(path, 'w+')));
     const bytes = encodeDeliveredPosition(position);
     await file.write(bytes, 0, bytes.length, 0);
   }
@@ -140,7 +199,7 @@ export class SpoolReader {
 
   /** The delivered position an earlier run left, if it is readable. */
   private async readDeliveredPosition(): Promise<DeliveredPosition | undefined> {
-    const file = await open(join(this.ledger.dir, deliveredFileName), 'r').catch(() => undefined);
+    const file = await this.ledger.files.open(join(this.ledger.dir, deliveredFileName), 'r').catch(() => undefined);
     if (!file) return undefined;
     try {
       const bytes = Buffer.alloc(deliveredPositionBytes);
@@ -151,10 +210,10 @@ export class SpoolReader {
     }
   }
 
-  private async readFileOf(head: Segment): Promise<FileHandle> {
+  private async readFileOf(head: Segment): Promise<SpoolFile> {
     if (this.readFile?.sequence !== head.sequence) {
       await this.closeReadFile();
-      this.readFile = { sequence: head.sequence, file: await open(head.path, 'r') };
+      this.readFile = { sequence: head.sequence, file: await this.ledger.files.open(head.path, 'r') };
     }
     return this.readFile.file;
   }

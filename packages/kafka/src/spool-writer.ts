@@ -1,13 +1,21 @@
-import { open } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KafkaLog } from './client';
+import type { SpoolFile } from './spool-files';
 import { segmentFileName, segmentHeaderBytes, segmentMagic } from './spool-format';
-import { removeFile, syncDirectory } from './spool-ledger';
+import { removeFile } from './spool-ledger';
 import type { Segment, SpoolLedger } from './spool-ledger';
 
-interface QueuedRecord {
+/** One record to append, and where it went once synced. */
+export interface SpoolAppend {
   record: Buffer;
+  /** A provisional record: its segment is pinned (Segment.pins) until its request's final record is durable. */
+  pins: boolean;
+  /** Set once the record is synced: the segment it is in. */
+  segment?: Segment;
+}
+
+interface QueuedRecord {
+  entry: SpoolAppend;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -34,7 +42,7 @@ export class SpoolWriter {
   private queue: QueuedRecord[] = [];
   private flushScheduled: NodeJS.Immediate | undefined;
   private flushing: Promise<void> | undefined;
-  private appendFile: FileHandle | undefined;
+  private appendFile: SpoolFile | undefined;
   /** Set from a failed write until a write succeeds again. */
   private writeFailure: unknown;
   private writeProbe: NodeJS.Timeout | undefined;
@@ -50,9 +58,9 @@ export class SpoolWriter {
   }
 
   /** Resolves once the record is synced to disk; the caller has counted it as pending. */
-  append(record: Buffer): Promise<void> {
+  append(entry: SpoolAppend): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ record, resolve, reject });
+      this.queue.push({ entry, resolve, reject });
       this.scheduleFlush();
     });
   }
@@ -102,27 +110,31 @@ export class SpoolWriter {
     let index = 0;
     try {
       while (index < batch.length) {
-        const segment = await this.appendSegmentFor(batch[index]!.record.length);
+        const segment = await this.appendSegmentFor(batch[index]!.entry.record.length);
         let end = index;
         let size = 0;
         while (
           end < batch.length &&
-          (end === index || segment.end + size + batch[end]!.record.length <= this.options.segmentBytes)
+          (end === index || segment.end + size + batch[end]!.entry.record.length <= this.options.segmentBytes)
         ) {
-          size += batch[end]!.record.length;
+          size += batch[end]!.entry.record.length;
           end += 1;
         }
         const bytes = Buffer.concat(
-          batch.slice(index, end).map((queued) => queued.record),
+          batch.slice(index, end).map((queued) => queued.entry.record),
           size,
         );
         const file = this.appendFile!;
         await file.write(bytes, 0, size, segment.end);
         await file.datasync();
         segment.end += size;
-        segment.events += end - index;
+        segment.events += batch.slice(index, end).filter((queued) => !queued.entry.pins).length;
         segment.bytes += size;
-        for (const queued of batch.slice(index, end)) queued.resolve();
+        for (const queued of batch.slice(index, end)) {
+          queued.entry.segment = segment;
+          if (queued.entry.pins) segment.pins += 1;
+          queued.resolve();
+        }
         index = end;
         this.options.onSegmentsChanged();
       }
@@ -134,8 +146,8 @@ export class SpoolWriter {
 
   /** Refuses the records not written; the segment may end in part of one, so it is sealed. */
   private async writeFailed(failed: QueuedRecord[], error: unknown): Promise<void> {
-    this.ledger.pendingEvents -= failed.length;
-    this.ledger.pendingBytes -= failed.reduce((sum, queued) => sum + queued.record.length, 0);
+    this.ledger.pendingEvents -= failed.filter((queued) => !queued.entry.pins).length;
+    this.ledger.pendingBytes -= failed.reduce((sum, queued) => sum + queued.entry.record.length, 0);
     this.options.log('error', 'usage spool: write failed, events refused; no new work until writes succeed again', {
       err: error,
       events: failed.length,
@@ -196,20 +208,21 @@ export class SpoolWriter {
     const sequence = this.ledger.nextSequence;
     this.ledger.nextSequence += 1;
     const path = join(this.ledger.dir, segmentFileName(sequence));
-    const file = await open(path, 'wx');
+    const { files } = this.ledger;
+    const file = await files.open(path, 'wx');
     try {
       await file.write(segmentMagic, 0, segmentMagic.length, 0);
       await file.datasync();
       // The new name must survive a crash as well as the records in it.
-      await syncDirectory(this.ledger.dir);
+      await files.syncDirectory(this.ledger.dir);
     } catch (error) {
       await file.close().catch(() => undefined);
       // An empty file would be taken for a torn segment at the next start; leave nothing.
-      await removeFile(path).catch(() => undefined);
+      await removeFile(files, path).catch(() => undefined);
       throw error;
     }
     this.appendFile = file;
-    const segment: Segment = { sequence, path, end: segmentHeaderBytes, sealed: false, events: 0, bytes: 0 };
+    const segment: Segment = { sequence, path, end: segmentHeaderBytes, sealed: false, events: 0, bytes: 0, pins: 0 };
     this.ledger.segments.push(segment);
     return segment;
   }

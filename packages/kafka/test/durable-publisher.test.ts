@@ -233,6 +233,46 @@ describe('DurableUsagePublisher', () => {
     expect(spool.depth()).toEqual({ events: 3, bytes: 3 * size });
   });
 
+  it('never delivers a provisional record, and keeps its segment past delivery until the final record is durable', async () => {
+    const sink = new FakeSink();
+    const size = recordBytes(usageEvent('evt_1'));
+    // Two records per segment: the provisional record of req_1 and evt_1 fill the first.
+    const spool = await publisher(sink, { segmentBytes: 8 + 2 * size + 1 });
+    const provisional = spool.begin(usageEvent('req_1'));
+    await provisional.durable;
+    // It takes room, but is no event waiting for Kafka.
+    expect(spool.depth()).toEqual({ events: 0, bytes: size + 1 });
+    for (const id of ids('evt', 3)) await spool.send(usageEvent(id));
+    await eventually(() => expect(sink.delivered).toEqual(['evt_1', 'evt_2', 'evt_3']));
+    // The first segment is delivered whole, but holds the only record billing req_1 should the process die.
+    expect(await segmentFiles(dir)).toContain(segmentFileName(1));
+
+    await spool.send(usageEvent('req_1'), provisional);
+    await eventually(async () => expect(await segmentFiles(dir)).not.toContain(segmentFileName(1)));
+    await eventually(() => expect(sink.delivered).toEqual(['evt_1', 'evt_2', 'evt_3', 'req_1']));
+  });
+
+  it('bills a request whose final record never came from its provisional record at the next start, once', async () => {
+    const sink = new FakeSink();
+    const spool = await publisher(sink);
+    const settledRequest = spool.begin(usageEvent('req_settled'));
+    const unsettled = spool.begin(create(eventsv1.UsageEventSchema, { ...usageEvent('req_open'), outputTokens: 64n }));
+    await Promise.all([settledRequest.durable, unsettled.durable]);
+    await spool.send(usageEvent('req_settled'), settledRequest);
+    await eventually(() => expect(sink.delivered).toEqual(['req_settled']));
+    // A clean stop keeps the spool of a request still unsettled.
+    await spool.disconnect();
+    expect(await segmentFiles(dir)).toEqual([segmentFileName(1)]);
+
+    const next = new FakeSink();
+    const restarted = await publisher(next);
+    await eventually(() => expect(next.delivered).toEqual(['req_open']));
+    expect(next.held).toEqual([]);
+    await eventually(() => expect(restarted.depth()).toEqual({ events: 0, bytes: 0 }));
+    await restarted.disconnect();
+    expect(await segmentFiles(dir)).toEqual([]);
+  });
+
   it('refuses events past the size cap with SpoolFullError, and takes them again once drained', async () => {
     const sink = new FakeSink();
     sink.mode = 'down';

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { nodeSpoolFiles } from '../src/spool-files';
 import { encodeRecord, segmentHeaderBytes } from '../src/spool-format';
 import { SpoolLedger } from '../src/spool-ledger';
 import { SpoolReader } from '../src/spool-reader';
@@ -27,7 +28,7 @@ describe('the spool writer and reader', () => {
 
   /** Writes five records in one group into segments that hold three each, and seals the last. */
   async function writeFive(): Promise<{ ledger: SpoolLedger; changes: number }> {
-    const ledger = new SpoolLedger(dir);
+    const ledger = new SpoolLedger(dir, nodeSpoolFiles);
     let changes = 0;
     const writer = new SpoolWriter(ledger, {
       segmentBytes: segmentHeaderBytes + 3 * recordBytes,
@@ -36,7 +37,7 @@ describe('the spool writer and reader', () => {
       isOpen: () => true,
       onSegmentsChanged: () => (changes += 1),
     });
-    await Promise.all([0, 1, 2, 3, 4].map((index) => writer.append(record(index))));
+    await Promise.all([0, 1, 2, 3, 4].map((index) => writer.append({ record: record(index), pins: false })));
     await writer.sealAppendFile();
     return { ledger, changes };
   }
@@ -49,7 +50,7 @@ describe('the spool writer and reader', () => {
     ]);
     expect(changes).toBeGreaterThan(0);
 
-    const recovered = new SpoolLedger(dir);
+    const recovered = new SpoolLedger(dir, nodeSpoolFiles);
     const reader = new SpoolReader(recovered, noLog);
     await reader.recover();
     expect(recovered.pendingEvents).toBe(5);
@@ -66,11 +67,11 @@ describe('the spool writer and reader', () => {
 
   it('resumes past the delivered position of the first segment at recovery', async () => {
     await writeFive();
-    const first = new SpoolReader(new SpoolLedger(dir), noLog);
+    const first = new SpoolReader(new SpoolLedger(dir, nodeSpoolFiles), noLog);
     await first.saveDeliveredPosition({ sequence: 1, offset: segmentHeaderBytes + 2 * recordBytes });
     await first.close();
 
-    const recovered = new SpoolLedger(dir);
+    const recovered = new SpoolLedger(dir, nodeSpoolFiles);
     const reader = new SpoolReader(recovered, noLog);
     await reader.recover();
     expect(reader.readOffset).toBe(segmentHeaderBytes + 2 * recordBytes);
@@ -78,6 +79,23 @@ describe('the spool writer and reader', () => {
     expect(recovered.segments[0]!.events).toBe(1);
     const read = await reader.readBatch(recovered.segments[0]!, 10);
     expect(read.records.map((found) => found.payload.toString())).toEqual(['payload-0002']);
+    await reader.close();
+  });
+
+  it('starts the next segment from its first record when the delivered position is at the end of the first', async () => {
+    await writeFive();
+    const first = new SpoolReader(new SpoolLedger(dir, nodeSpoolFiles), noLog);
+    await first.saveDeliveredPosition({ sequence: 1, offset: segmentHeaderBytes + 3 * recordBytes });
+    await first.close();
+
+    const recovered = new SpoolLedger(dir, nodeSpoolFiles);
+    const reader = new SpoolReader(recovered, noLog);
+    const { removable } = await reader.recover();
+    expect(removable).toHaveLength(1);
+    expect(reader.readOffset).toBe(segmentHeaderBytes);
+    expect(recovered.pendingEvents).toBe(2);
+    const read = await reader.readBatch(recovered.segments[0]!, 10);
+    expect(read.records.map((found) => found.payload.toString())).toEqual(['payload-0003', 'payload-0004']);
     await reader.close();
   });
 });

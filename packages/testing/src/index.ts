@@ -95,3 +95,4 @@ export async function holdsFor<T>(
     await pace(Math.min(options.intervalMs ?? 20, Math.max(0, end - Date.now())));
   }
 }
+export * from './volatile-files';

@@ -2,7 +2,6 @@ import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { runOrExit, readGatewayConfigFile, watchGatewayConfig } from '@gw/config';
 import type { GatewayConfig, LoadedGatewayConfig } from '@gw/config';
-import { create, eventsv1 } from '@gw/proto';
 import { createKafka } from '@gw/kafka';
 import {
   Counter,
@@ -37,8 +36,8 @@ import { createEdgeMetrics } from './telemetry/edge-metrics';
 import type { EdgeMetrics } from './telemetry/edge-metrics';
 import { leaseReports } from './telemetry/lease-reports';
 import { refusalCounts } from './telemetry/refusal-counts';
-import { sendUsageTraced, traceSettledRequest } from './telemetry/request-tracing';
-import { createUsagePublisher, logUsageNotRecorded, registerUsageSpoolMetrics } from './usage-spool/billing-spool';
+import { traceSettledRequest } from './telemetry/request-tracing';
+import { createUsagePublisher, registerUsageSpoolMetrics, requestUsageRecorder } from './usage-spool/billing-spool';
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -79,12 +78,7 @@ async function startUsageRecording(config: IngressConfig, logger: Logger, regist
   await publisher.connect();
   registerUsageSpoolMetrics(registry, publisher);
   const settle: Omit<SettleDeps, 'log'> = {
-    recordUsage: (event, request) => {
-      metrics.usageHanded();
-      return sendUsageTraced(event, config.USAGE_TOPIC, request.traceContext, (traced) =>
-        publisher.send(create(eventsv1.UsageEventSchema, traced)),
-      ).then(metrics.usageDurable, (error: unknown) => logUsageNotRecorded(logger, event, error, request.traceContext));
-    },
+    beginUsage: requestUsageRecorder(publisher, config.USAGE_TOPIC, logger, metrics),
     reportSettled: (settled, request) => {
       metrics.settled(settled, sampledTraceIdOf(request.traceContext));
       traceSettledRequest(settled, request.traceContext);

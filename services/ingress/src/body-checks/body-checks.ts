@@ -2,7 +2,7 @@ import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { LargeInputWork, refusalsOfStep } from '@gw/workers';
 import type { LargeInputWorkOptions } from '@gw/workers';
-import { estimateInputTokens } from '@gw/usage';
+import { boundedCount, estimateInputTokens } from '@gw/usage';
 import { parseCountTokensBody, parseMessagesBody } from '../domain/validation';
 
 /** Which endpoint's rules a body is checked against. */
@@ -15,6 +15,8 @@ export interface BodySummary {
   stream: boolean;
   /** The gateway's estimate of the input tokens (@gw/usage): billed when the upstream reports none. */
   inputEstimate: number;
+  /** Messages only: the caller's `max_tokens` (bounded), the most output the upstream may produce; 0 for a count. */
+  maxTokens: number;
 }
 
 /** The thread's task: the bytes are a copy of the caller's that moved to the thread. */
@@ -28,7 +30,7 @@ export function summariseBody({ kind, body: raw }: BodyCheckTask): Result<BodySu
   const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   if (kind === 'count_tokens') {
     const body = parseCountTokensBody(bytes);
-    return body.ok ? ok({ model: body.value.model, stream: false, inputEstimate: 0 }) : body;
+    return body.ok ? ok({ model: body.value.model, stream: false, inputEstimate: 0, maxTokens: 0 }) : body;
   }
   const body = parseMessagesBody(bytes);
   if (!body.ok) return body;
@@ -36,6 +38,7 @@ export function summariseBody({ kind, body: raw }: BodyCheckTask): Result<BodySu
     model: body.value.model,
     stream: body.value.stream === true,
     inputEstimate: estimateInputTokens(body.value as Record<string, unknown>),
+    maxTokens: boundedCount(body.value.max_tokens),
   });
 }
 

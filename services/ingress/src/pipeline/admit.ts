@@ -21,6 +21,8 @@ export interface Admission {
   live: boolean;
   /** The input tokens billed when the request ends before the upstream reports usage (@gw/usage). */
   inputEstimate: number;
+  /** The caller's `max_tokens`: the most output the request may be billed (its provisional usage record). */
+  maxTokens: number;
   /** The body to send upstream: the caller's, or the one the privacy mode produced. */
   body: Uint8Array;
   pools: Authorization['pools'];
@@ -85,6 +87,7 @@ export async function admit(
     streamed: body.value.stream,
     live,
     inputEstimate: body.value.inputEstimate,
+    maxTokens: body.value.maxTokens,
     body: decision.body ?? raw.value,
     pools: decision.pools,
     lease: reservation?.lease ?? {

@@ -11,7 +11,7 @@ import { newRelayState, relay } from './relay';
 import type { RelayStateRef } from './relay';
 import { reserve } from './reserve';
 import type { Reservation } from './reserve';
-import { settle } from './settle';
+import { billedSink, provisionalEventOf, settle } from './settle';
 import type { CallerRequest, MessagesDeps, ResponseSink } from './types';
 
 type HeldLease = ReturnType<MessagesDeps['reserve']['leases']['hold']>;
@@ -92,7 +92,7 @@ export async function handleMessages(deps: MessagesDeps, request: CallerRequest,
 async function relayAndSettle(
   deps: MessagesDeps,
   request: CallerRequest,
-  sink: ResponseSink,
+  clientSink: ResponseSink,
   admission: Admission,
   releaseLease: (billableTokens: bigint) => void,
   keyStopped: AbortSignal,
@@ -100,6 +100,9 @@ async function relayAndSettle(
 ): Promise<void> {
   const ref: RelayStateRef = { current: newRelayState() };
   let gatewayFailed = false;
+  // The provisional usage record: its sync overlaps the upstream's time, and the client gets nothing before it is durable.
+  const usage = deps.settle.beginUsage(provisionalEventOf(request.requestId, admission, startedAt), request);
+  const sink = billedSink(clientSink, usage.provisionalDurable);
   try {
     sink.setRateLimit(admission.window);
     if (admission.privacyFlags) {
@@ -117,6 +120,6 @@ async function relayAndSettle(
     });
   } finally {
     const state = ref.current;
-    await settle(deps.settle, request, sink, { admission, state, releaseLease, gatewayFailed, startedAt });
+    await settle(deps.settle, request, sink, { admission, state, releaseLease, gatewayFailed, startedAt, usage });
   }
 }

@@ -1,12 +1,13 @@
 import { errorEnvelope, gatewayError } from '@gw/errors';
 import type { GatewayError } from '@gw/errors';
 import { eventsv1 } from '@gw/proto';
-import { billableTokens } from '@gw/usage';
+import { billableTokens, boundedUsage } from '@gw/usage';
 import type { UsageCounts as TokenCounts } from '@gw/usage';
 import type { Admission } from './admit';
+import { newRelayState } from './relay';
 import type { RelayState } from './relay';
 import type { SettledRequest } from '../telemetry/edge-metrics';
-import type { CallerRequest, ResponseSink, SettleDeps, UsageEventInit } from './types';
+import type { CallerRequest, RequestUsage, ResponseSink, SettleDeps, UsageEventInit } from './types';
 
 const noTokens: TokenCounts = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
@@ -56,6 +57,8 @@ export interface SettleInput {
   /** True when the relay ended by a failure of the gateway's own code. */
   gatewayFailed: boolean;
   startedAt: number;
+  /** The request's usage records (its provisional one written as it went upstream). */
+  usage: RequestUsage;
 }
 
 /** What settling decided about a request: how it ended, what it consumed, what is billed. */
@@ -102,6 +105,66 @@ export function usageEventOf(
   };
 }
 
+/**
+ * The provisional usage event, written as the request goes upstream: what it is billed should its final
+ * event never become durable (the process died first). The most it may cost: the gateway's estimate of its
+ * input (what is billed whenever the upstream reports no usage) and its whole `max_tokens` of output, which
+ * no answer exceeds; outcome gateway_error, ended when it started. Its event id is the request's, so the
+ * final event and this one are never both billed.
+ */
+export function provisionalEventOf(requestId: string, admission: Admission, startedAt: number): UsageEventInit {
+  const { counts: tokens } = boundedUsage({
+    ...noTokens,
+    inputTokens: admission.inputEstimate,
+    outputTokens: admission.maxTokens,
+  });
+  const settled: Settlement = {
+    end: 'failed',
+    failure: gatewayError('api_error', 'The gateway stopped before the request settled.'),
+    tokens,
+    billable: admission.live ? billableTokens(tokens) : 0,
+    gatewayFailed: true,
+    startedAt,
+    endedAt: startedAt,
+  };
+  return usageEventOf(requestId, admission, newRelayState(), settled);
+}
+
+/**
+ * The client's sink, holding every call (in order) until the request's provisional usage record has
+ * settled, so that nothing reaches the client before a record billing it is durable; from then on, calls
+ * pass straight through. A call that throws while the held ones are replayed (the connection broke) is
+ * thrown again by the next call.
+ */
+export function billedSink(sink: ResponseSink, provisionalSettled: Promise<unknown>): ResponseSink {
+  let held: ((target: ResponseSink) => void)[] | undefined = [];
+  let broken: { error: unknown } | undefined;
+  void provisionalSettled.then(() => {
+    const calls = held ?? [];
+    held = undefined;
+    try {
+      for (const write of calls) write(sink);
+    } catch (error) {
+      broken = { error };
+    }
+  });
+  const call = (write: (target: ResponseSink) => void): void => {
+    if (broken) throw broken.error;
+    if (held) held.push(write);
+    else write(sink);
+  };
+  return {
+    setRateLimit: (window) => call((target) => target.setRateLimit(window)),
+    fail: (error) => call((target) => target.fail(error)),
+    sendJson: (body, region) => call((target) => target.sendJson(body, region)),
+    startStream: (region) => call((target) => target.startStream(region)),
+    writeEvent: (event, data) => call((target) => target.writeEvent(event, data)),
+    endStream: () => call((target) => target.endStream()),
+    setPrivacyFlags: (header) => call((target) => target.setPrivacyFlags(header)),
+    setDroppedBetas: (names) => call((target) => target.setDroppedBetas(names)),
+  };
+}
+
 /** The metrics of a settled request. */
 export function settledRequestOf(admission: Admission, state: RelayState, settled: Settlement): SettledRequest {
   const routerFirstEventMs = elapsedMs(state.relayStartedAt, state.firstEventAt);
@@ -137,7 +200,7 @@ function requestLogFields(admission: Admission, state: RelayState, settled: Sett
     input_tokens: settled.tokens.inputTokens,
     output_tokens: settled.tokens.outputTokens,
     billable_tokens: settled.billable,
-    // Where the time went: the router's first event after the call, and the wait for a durable usage event.
+    // Where the time went: the router's first event after the call, and settling's wait for a durable usage record.
     first_event_ms: elapsedMs(state.relayStartedAt, state.firstEventAt),
     usage_ms: Math.round(usageMs * 100) / 100,
   };
@@ -145,9 +208,11 @@ function requestLogFields(admission: Admission, state: RelayState, settled: Sett
 
 /**
  * Stage 5, run whatever ended the request (success, client gone, upstream error, key stopped, an
- * exception in the relay): the lease is released with the tokens consumed, the usage event is made
- * durable, and only then does the client get the end of its answer, so that no completed answer's
- * usage can be lost. Never throws.
+ * exception in the relay): the lease is released with the tokens consumed, the final usage event joins
+ * the spool's group commit, and the client gets the end of its answer without waiting for that sync: the
+ * provisional record, durable before the client received anything (billedSink), bills at least as much
+ * should the final one be lost. Only when the provisional record was not written does the end of the
+ * answer wait for the final one to be durable, so that no completed answer's usage can be lost. Never throws.
  */
 export async function settle(
   deps: SettleDeps,
@@ -170,7 +235,8 @@ export async function settle(
     startedAt: input.startedAt,
     endedAt,
   });
-  await deps.recordUsage(usageEventOf(request.requestId, admission, state, settled(Date.now())), request);
+  const finalDurable = input.usage.finish(usageEventOf(request.requestId, admission, state, settled(Date.now())));
+  if (!(await input.usage.provisionalDurable)) await finalDurable;
   const usageMs = performance.now() - usageStartedAt;
   try {
     finishResponse(request, sink, admission, state, end, failure);

@@ -102,10 +102,21 @@ export interface RelayDeps {
   countPrivacyFlags(counts: Record<string, number>): void;
 }
 
+/** A request's usage records in the spool: the provisional one written as it goes upstream, then the final one. */
+export interface RequestUsage {
+  /** True once the provisional record is durable; false when it was not written (its loss logged). */
+  readonly provisionalDurable: Promise<boolean>;
+  /** Hands the final event to the spool's group commit; resolves once it is durable (or its loss logged), never rejects. */
+  finish(event: UsageEventInit): Promise<void>;
+}
+
 /** Stage 5: the lease, the usage event, the end of the answer, the metrics and the log line. */
 export interface SettleDeps {
-  /** Hands a usage event to the metering pipeline; resolves once it is durable (or its loss logged), never rejects. */
-  recordUsage(event: UsageEventInit, request: RequestScope): Promise<void>;
+  /**
+   * Writes the request's provisional usage record (the event billing it at the most it may cost), whose
+   * sync overlaps the upstream's time; the final record replaces it (RequestUsage.finish).
+   */
+  beginUsage(provisional: UsageEventInit, request: RequestScope): RequestUsage;
   /** The metrics of a request that reached the relay: tokens, time to first token, the gateway's added time. */
   reportSettled(settled: SettledRequest, request: RequestScope): void;
   log: RequestLog;

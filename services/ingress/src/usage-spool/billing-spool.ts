@@ -2,10 +2,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DurableUsagePublisher, SpoolFullError, UsageEventProducer } from '@gw/kafka';
 import type { Kafka, UsageEvent, UsageEventPublisher } from '@gw/kafka';
+import { create, eventsv1 } from '@gw/proto';
 import type { Context } from '@opentelemetry/api';
 import { Gauge, traceLogFields } from '@gw/telemetry';
 import type { Logger, Registry } from '@gw/telemetry';
 import type { IngressConfig } from '../config';
+import type { SettleDeps } from '../pipeline/types';
+import type { EdgeMetrics } from '../telemetry/edge-metrics';
+import { sendUsageTraced } from '../telemetry/request-tracing';
 
 /**
  * USAGE_SPOOL_DIR, else a directory per HTTP port under the system temp directory, so that two
@@ -53,13 +57,52 @@ export function createUsagePublisher(
   });
 }
 
-/** An event the spool did not take: logged by ids (with its request's trace ids, if traced), never by content. */
+/**
+ * The usage stage's two records per request in the spool: the provisional one as the request goes
+ * upstream, then the final one, whose durability releases the provisional one. A provisional record the
+ * spool did not take is logged, and the request's answer then ends only once its final record is durable.
+ */
+export function requestUsageRecorder(
+  publisher: Pick<DurableUsagePublisher, 'begin' | 'send'>,
+  topic: string,
+  logger: Logger,
+  metrics: Pick<EdgeMetrics, 'usageHanded' | 'usageDurable'>,
+): SettleDeps['beginUsage'] {
+  return (provisionalEvent, request) => {
+    const provisional = publisher.begin(create(eventsv1.UsageEventSchema, provisionalEvent));
+    const provisionalDurable = provisional.durable.then(
+      () => true,
+      (error: unknown) => {
+        logUsageNotRecorded(logger, provisionalEvent, error, request.traceContext, 'provisional');
+        return false;
+      },
+    );
+    return {
+      provisionalDurable,
+      finish: (event) => {
+        metrics.usageHanded();
+        return sendUsageTraced(event, topic, request.traceContext, (traced) =>
+          publisher.send(create(eventsv1.UsageEventSchema, traced), provisional),
+        ).then(metrics.usageDurable, (error: unknown) =>
+          logUsageNotRecorded(logger, event, error, request.traceContext),
+        );
+      },
+    };
+  };
+}
+
+/**
+ * An event the spool did not take: logged by ids (with its request's trace ids, if traced), never by
+ * content. A provisional record lost only means the end of the answer waits for the final one.
+ */
 export function logUsageNotRecorded(
   logger: Logger,
   event: Partial<Pick<UsageEvent, 'eventId' | 'accountId' | 'keyId'>>,
   error: unknown,
   requestContext?: Context,
+  record: 'final' | 'provisional' = 'final',
 ): void {
+  const what = record === 'final' ? 'usage event not recorded' : 'provisional usage record not written';
   const ids = {
     request_id: event.eventId,
     account_id: event.accountId,
@@ -67,12 +110,9 @@ export function logUsageNotRecorded(
     ...traceLogFields(requestContext),
   };
   if (error instanceof SpoolFullError) {
-    logger.error(
-      { ...ids, pending_bytes: error.pendingBytes, max_bytes: error.maxBytes },
-      'usage spool full: usage event not recorded',
-    );
+    logger.error({ ...ids, pending_bytes: error.pendingBytes, max_bytes: error.maxBytes }, `usage spool full: ${what}`);
   } else {
-    logger.error({ ...ids, err: error }, 'usage event not recorded');
+    logger.error({ ...ids, err: error }, what);
   }
 }
 
@@ -101,7 +141,9 @@ export function registerUsageSpoolMetrics(
   });
   new Gauge({
     name: 'gateway_usage_spool_bytes',
-    help: 'Bytes of the usage events Kafka has not acknowledged yet; USAGE_SPOOL_MAX_BYTES caps it.',
+    help:
+      'Bytes of the usage events Kafka has not acknowledged yet, and of the provisional usage records not yet ' +
+      'passed; USAGE_SPOOL_MAX_BYTES caps it.',
     registers: [registry],
     collect() {
       this.set(publisher.depth().bytes);

@@ -51,14 +51,14 @@ describe('BodyChecks', () => {
     expect(Buffer.from(body).toString('base64')).toBe(before);
   });
 
-  it('says what a valid body asks for: the model, and whether it streams', async () => {
+  it('says what a valid body asks for: the model, whether it streams, and its max_tokens', async () => {
     expect(await checks.check('messages', cases[0]![2], 'account-a')).toEqual({
       ok: true,
-      value: { model: 'claude-sonnet-5', stream: true, inputEstimate: expect.any(Number) },
+      value: { model: 'claude-sonnet-5', stream: true, inputEstimate: expect.any(Number), maxTokens: 5 },
     });
     expect(await checks.check('count_tokens', cases[1]![2], 'account-a')).toEqual({
       ok: true,
-      value: { model: 'claude-haiku-5', stream: false, inputEstimate: 0 },
+      value: { model: 'claude-haiku-5', stream: false, inputEstimate: 0, maxTokens: 0 },
     });
   });
 });

@@ -20,6 +20,7 @@ import type {
   ResponseSink,
   UsageEventInit,
 } from '../../src/pipeline/types';
+import { pace } from '@gw/testing';
 import { verifiedKey } from '../support/keys';
 
 export const liveKey = verifiedKey({
@@ -50,6 +51,8 @@ export interface RouterScript {
   failWith?: GatewayError;
   /** Waits for the signal to abort after the events (a slow upstream). */
   hang?: boolean;
+  /** The upstream's time before each event (none: all at once). */
+  paceMs?: number;
 }
 
 export const sse = (event: string, data: unknown): RouterEvent => ({
@@ -149,6 +152,8 @@ export interface Fakes {
   held: string[];
   released: { leaseId: string; billableTokens: bigint }[];
   usage: UsageEventInit[];
+  /** The provisional usage events, one per request sent upstream. */
+  provisional: UsageEventInit[];
   /** Order of release and usage against client writes. */
   timeline: string[];
   router: { requests: routerv1.CompleteRequest[]; timeoutsMs: (number | undefined)[] };
@@ -167,6 +172,10 @@ export interface FakeOptions {
   restorationFor?: AdmitDeps['restorationFor'];
   /** Shared with the sink, to check the order of billing against what the client got. */
   timeline?: string[];
+  /** What the provisional usage record's durability resolves to, and when (durable at once by default). */
+  provisionalDurable?: Promise<boolean>;
+  /** When the final usage record is durable (at once by default). */
+  finalDurable?: Promise<void>;
 }
 
 type RawQuota = Parameters<typeof quotaClient>[0];
@@ -208,7 +217,10 @@ function fakeRouter(script: RouterScript, router: Fakes['router']): RawRouter {
       router.requests.push(create(routerv1.CompleteRequestSchema, request));
       router.timeoutsMs.push(callOptions?.timeoutMs);
       return (async function* () {
-        for (const event of script.events) yield ok(create(routerv1.CompleteResponseSchema, event));
+        for (const event of script.events) {
+          if (script.paceMs !== undefined) await pace(script.paceMs);
+          yield ok(create(routerv1.CompleteResponseSchema, event));
+        }
         if (script.hang && callOptions?.signal) {
           const signal = callOptions.signal;
           await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
@@ -246,6 +258,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
   const held: string[] = [];
   const released: Fakes['released'] = [];
   const usage: UsageEventInit[] = [];
+  const provisional: UsageEventInit[] = [];
   const timeline = options.timeline ?? [];
   const failures: unknown[] = [];
   const malformed: string[] = [];
@@ -292,9 +305,16 @@ export function fakes(options: FakeOptions = {}): Fakes {
       countPrivacyFlags: () => undefined,
     },
     settle: {
-      recordUsage: async (event) => {
-        usage.push(event);
-        timeline.push('usage');
+      beginUsage: (event) => {
+        provisional.push(event);
+        return {
+          provisionalDurable: options.provisionalDurable ?? Promise.resolve(true),
+          finish: (final) => {
+            usage.push(final);
+            timeline.push('usage');
+            return options.finalDurable ?? Promise.resolve();
+          },
+        };
       },
       reportSettled: () => undefined,
       log,
@@ -309,6 +329,7 @@ export function fakes(options: FakeOptions = {}): Fakes {
     held,
     released,
     usage,
+    provisional,
     timeline,
     router,
     failures,

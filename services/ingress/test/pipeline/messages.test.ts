@@ -1,6 +1,7 @@
 import { billableTokens, estimateInputTokens, maxTokenCount } from '@gw/usage';
 import { err, gatewayError, ok } from '@gw/errors';
 import { eventsv1 } from '@gw/proto';
+import { holdsFor, waitUntil } from '@gw/testing';
 import { handleMessages } from '../../src/pipeline/messages';
 import type { CallerRequest } from '../../src/pipeline/types';
 import {
@@ -228,7 +229,7 @@ describe('handleMessages: admit', () => {
 });
 
 describe('handleMessages: relay and settle', () => {
-  it('streams every event, and releases the end of the answer only once its usage is durable', async () => {
+  it('streams every event, and ends the answer once its final usage event is handed to the spool', async () => {
     const { sink, released, usage, timeline } = await run();
     expect(sink.written).toEqual([
       'start',
@@ -264,6 +265,60 @@ describe('handleMessages: relay and settle', () => {
     expect(Buffer.from(sink.json!).toString()).toBe('{"type":"message"}');
     expect(timeline).toEqual(['hold', 'release', 'usage', 'json']);
     expect(usage[0]).toMatchObject({ billableTokens: 12n, outcome: eventsv1.Outcome.SUCCESS });
+  });
+
+  it('writes the provisional usage event first: the request billed at its input estimate and whole max_tokens', async () => {
+    const { provisional, usage } = await run();
+    const estimate = estimateInputTokens(messagesBody(true));
+    expect(provisional).toHaveLength(1);
+    expect(provisional[0]).toMatchObject({
+      eventId: 'req_test',
+      accountId: 'acct_1',
+      inputTokens: BigInt(estimate),
+      outputTokens: 16n,
+      billableTokens: BigInt(estimate + 16),
+      outcome: eventsv1.Outcome.GATEWAY_ERROR,
+      errorType: 'api_error',
+      streamed: true,
+    });
+    expect(provisional[0]!.endedAtUnixMs).toBe(provisional[0]!.startedAtUnixMs);
+    expect(usage[0]!.eventId).toBe(provisional[0]!.eventId);
+  });
+
+  it('sends the client nothing before the provisional record is durable, and does not wait for the final one', async () => {
+    let provisionalSynced!: (durable: boolean) => void;
+    const provisionalDurable = new Promise<boolean>((resolve) => (provisionalSynced = resolve));
+    const timeline: string[] = [];
+    const sink = new FakeSink(timeline);
+    // The final record never becomes durable in this test: the answer must end all the same.
+    const world = fakes({ sink, timeline, provisionalDurable, finalDurable: new Promise<void>(() => undefined) });
+    const handled = handleMessages(world.deps, callerRequest(messagesBody(true)), sink);
+    await waitUntil(() => world.usage.length, { what: 'the final usage event handed over' });
+    expect(world.router.requests).toHaveLength(1);
+    expect(sink.written).toEqual([]);
+    provisionalSynced(true);
+    await handled;
+    expect(sink.written.at(0)).toBe('start');
+    expect(sink.written.slice(-2)).toEqual(['message_stop', 'end']);
+  });
+
+  it('without a provisional record, ends the answer only once the final one is durable', async () => {
+    let finalSynced!: () => void;
+    const finalDurable = new Promise<void>((resolve) => (finalSynced = resolve));
+    const timeline: string[] = [];
+    const sink = new FakeSink(timeline);
+    const world = fakes({ sink, timeline, provisionalDurable: Promise.resolve(false), finalDurable });
+    const handled = handleMessages(world.deps, callerRequest(messagesBody(true)), sink);
+    await waitUntil(() => world.usage.length, { what: 'the final usage event handed over' });
+    await holdsFor(
+      () => sink.ended,
+      { what: 'the answer not ended', forMs: 50 },
+      (ended) => !ended,
+    );
+    expect(sink.written).toContain('content_block_delta');
+    finalSynced();
+    await handled;
+    expect(sink.written.slice(-2)).toEqual(['message_stop', 'end']);
   });
 
   it('settles when a write throws mid-stream: lease released and usage recorded with what was delivered', async () => {
