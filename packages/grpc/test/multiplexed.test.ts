@@ -1,6 +1,4 @@
 import { getEventListeners, once } from 'node:events';
-import { connect, createServer } from 'node:net';
-import type { AddressInfo, Socket } from 'node:net';
 import { Client, credentials, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { err, gatewayError, ok } from '@gw/errors';
@@ -15,7 +13,7 @@ import {
   startGrpcServer,
 } from '../src';
 import type { CallContext, FinishedCall, RunningGrpcServer } from '../src';
-import { plaintext } from './loopback';
+import { plaintext, startRelay } from './loopback';
 
 /**
  * A quota service whose handlers answer by the request id they are given: `limited` refuses with a
@@ -91,41 +89,6 @@ async function startQuota(quota: FakeQuota, finished: FinishedCall[] = []): Prom
     observeCall: (call) => finished.push(call),
     services: [quota.registration()],
   });
-}
-
-/** A TCP relay on 127.0.0.1 whose connections a test can cut and whose target it can move. */
-async function startRelay(targetPort: number) {
-  const sockets = new Set<Socket>();
-  let target = targetPort;
-  const relay = createServer((inbound) => {
-    const outbound = connect(target, '127.0.0.1');
-    for (const [socket, peer] of [
-      [inbound, outbound],
-      [outbound, inbound],
-    ] as const) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        peer.destroy();
-      });
-      socket.pipe(peer);
-    }
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  const cut = () => {
-    for (const socket of sockets) socket.destroy();
-  };
-  return {
-    address: `127.0.0.1:${(relay.address() as AddressInfo).port}`,
-    cut,
-    moveTo: (port: number) => (target = port),
-    close: () =>
-      new Promise<void>((resolve) => {
-        cut();
-        relay.close(() => resolve());
-      }),
-  };
 }
 
 const clientsOf = (address: string, defaultTimeoutMs = 5_000) => ({
