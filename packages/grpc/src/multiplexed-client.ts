@@ -245,7 +245,8 @@ class LinePool implements CallPlacer {
     const line = this.leastLoaded();
     if (!afterBreak) return line.send(call);
     // The stream broke: wait for a connection (a pod restarting, DNS catching up) within the deadline.
-    const within = Math.min(readyWithinMs, call.request.deadline ? call.request.deadline - Date.now() : readyWithinMs);
+    const bound = this.options.streamRetry?.readyWithinMs ?? readyWithinMs;
+    const within = Math.min(bound, call.request.deadline ? call.request.deadline - Date.now() : bound);
     void channelReady(line.address.channel, Math.max(0, within), call.request.signal).then((ready) => {
       if (call.done) return;
       if (ready) this.leastLoaded().send(call);
