@@ -130,10 +130,10 @@ export abstract class ClientCall {
 
   /** The caller stopped waiting: the call ends, and the service is told to stop its handler. */
   giveUp(code: number): void {
-    const line = this.line;
     if (this.finished) return;
+    // Before the call ends: its end may close a draining stream's side.
+    this.line?.control(create(commonv1.MultiplexedCallSchema, { callId: this.callId, cancel: true }));
     this.fail(code);
-    line?.control(create(commonv1.MultiplexedCallSchema, { callId: this.callId, cancel: true }));
   }
 
   protected end(last: Result<never> | undefined): void {

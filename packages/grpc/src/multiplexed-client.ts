@@ -26,7 +26,11 @@ export interface MultiplexedStreams {
    * pods that left are let go. 0: the name is one address, as grpc-js resolves it.
    */
   resolveEveryMs: number;
+  /** The name's addresses (IPv4 or IPv6); default: the system resolver (getaddrinfo, as grpc-js uses). */
+  lookupAddresses?: (host: string) => Promise<string[]>;
 }
+
+const systemLookup = async (host: string) => (await lookup(host, { all: true })).map(({ address }) => address);
 
 export interface MultiplexedClientOptions extends ClientOptions {
   /**
@@ -94,6 +98,7 @@ class Line implements CallLine {
   readonly calls = new Map<bigint, ClientCall>();
   /** The service said it is stopping: no new call goes here. */
   draining = false;
+  private sideClosed = false;
   private readonly stream: CallStream;
   private readonly outbox: FrameOutbox<commonv1.MultiplexedCall>;
 
@@ -131,9 +136,11 @@ class Line implements CallLine {
     this.endIfDrained();
   }
 
-  /** Closes the caller's side: the service answers what it holds, then ends the stream. */
+  /** Closes the caller's side once its queued frames went: the service answers what it holds, then ends. */
   close(): void {
-    this.stream.end();
+    if (this.sideClosed) return;
+    this.sideClosed = true;
+    this.outbox.whenIdle(() => this.stream.end());
   }
 
   private answer(reply: commonv1.MultiplexedReply): void {
@@ -153,7 +160,7 @@ class Line implements CallLine {
   }
 
   private endIfDrained(): void {
-    if (this.draining && this.calls.size === 0) this.stream.end();
+    if (this.draining && this.calls.size === 0) this.close();
   }
 
   private streamEnded(status: StatusObject): void {
@@ -341,9 +348,9 @@ class LinePool implements CallPlacer {
 
   private async resolve(name: { host: string; port: string }): Promise<void> {
     try {
-      const found = await lookup(name.host, { all: true });
-      const targets = found.map(({ address, family }) =>
-        family === 6 ? `ipv6:[${address}]:${name.port}` : `ipv4:${address}:${name.port}`,
+      const found = await (this.streams.lookupAddresses ?? systemLookup)(name.host);
+      const targets = found.map((address) =>
+        isIP(address) === 6 ? `ipv6:[${address}]:${name.port}` : `ipv4:${address}:${name.port}`,
       );
       if (targets.length > 0) this.setAddresses(targets);
     } catch {

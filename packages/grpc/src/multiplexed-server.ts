@@ -209,7 +209,8 @@ export function multiplexedCalls(
       if (finished) return;
       if (running.size + assembling.size >= maxCallsInFlightPerStream) stream.pause();
       else stream.resume();
-      if (accepting || running.size > 0 || assembling.size > 0 || !outbox.idle) return;
+      if (accepting || running.size > 0 || assembling.size > 0) return;
+      if (!outbox.idle) return outbox.whenIdle(settled);
       finished = true;
       stream.end();
       reportFinished(hooks, streamMethod, streamContext, streamStartedAt, GrpcStatus.OK);

@@ -60,6 +60,7 @@ export class FrameOutbox<F> {
   private readonly emptied = new Map<bigint, () => void>();
   private waitingForDrain = false;
   private closed = false;
+  private onIdle: (() => void) | undefined;
 
   constructor(private readonly stream: FrameStream<F>) {}
 
@@ -97,6 +98,12 @@ export class FrameOutbox<F> {
     return this.urgent.length === 0 && this.queues.size === 0;
   }
 
+  /** Runs `then` once every queued frame was handed to the stream (at once when none is queued). */
+  whenIdle(then: () => void): void {
+    if (this.idle || this.closed) then();
+    else this.onIdle = then;
+  }
+
   /** The stream ended: nothing more is written, every waiter goes on. */
   close(): void {
     this.closed = true;
@@ -128,7 +135,11 @@ export class FrameOutbox<F> {
   private pump(): void {
     while (!this.waitingForDrain && !this.closed) {
       const frame = this.next();
-      if (frame === undefined) return;
+      if (frame === undefined) {
+        const onIdle = this.onIdle;
+        this.onIdle = undefined;
+        return onIdle?.();
+      }
       if (!this.stream.write(frame)) {
         this.waitingForDrain = true;
         this.stream.once('drain', () => {

@@ -282,3 +282,62 @@ describe('a router going away mid-call', () => {
     client.close();
   });
 });
+
+describe('streams spread over the addresses a name resolves to', () => {
+  it('uses pods as they come and lets a pod that left finish its calls and go', async () => {
+    const first = new FakeRouter();
+    const second = new FakeRouter();
+    const firstServer = await startRouter(first);
+    const port = firstServer.port;
+    const secondServer = await startGrpcServer({
+      host: '127.0.0.2',
+      port,
+      transport: plaintext,
+      onHandlerFailure: () => undefined,
+      services: [second.registration()],
+    });
+    let resolved = ['127.0.0.1'];
+    const lookups: string[] = [];
+    const client = clientOf(`dns:///router.test:${port}`, {
+      streams: {
+        perAddress: 2,
+        resolveEveryMs: 50,
+        lookupAddresses: async (host) => {
+          lookups.push(host);
+          return resolved;
+        },
+      },
+    });
+    const [a, b] = [`ipv4:127.0.0.1:${port}`, `ipv4:127.0.0.2:${port}`];
+    const stop = new AbortController();
+    const held = readAll(client.complete(request('held', 'silent'), { signal: stop.signal }));
+    await waitUntil(() => first.started.includes('held'), { what: 'the first call to reach the only pod' });
+    expect(lookups[0]).toBe('router.test');
+
+    // A pod came: once resolved, new calls go to the least-loaded streams, its included.
+    resolved = ['127.0.0.1', '127.0.0.2'];
+    await waitUntil(() => Object.keys(client.load()).length === 2 || lookups.length > 3, { what: 'a lookup' });
+    await waitUntil(() => lookups.length > 3, { what: 'more lookups' });
+    const more = ['m1', 'm2', 'm3'].map((id) =>
+      readAll(client.complete(request(id, 'silent'), { signal: stop.signal })),
+    );
+    await waitUntil(() => first.started.length + second.started.length === 4, { what: 'every call to arrive' });
+    expect(second.started.length).toBeGreaterThanOrEqual(1);
+    expect(client.load()[a]!.length + client.load()[b]!.length).toBe(4);
+
+    // The first pod left the name: no new call goes there; its calls go on until they end.
+    resolved = ['127.0.0.2'];
+    const startedThere = first.started.length;
+    await waitUntil(() => lookups.length > 10, { what: 'the next lookups' });
+    expect(await readAll(client.complete(request('after', 'two')))).toEqual({ data: ['two'], failure: undefined });
+    expect(second.started).toContain('after');
+    expect(first.started).toHaveLength(startedThere);
+    expect(first.aborted).toEqual([]);
+    stop.abort();
+    await Promise.all([held, ...more]);
+    // Its streams ended with their calls, and its channel went.
+    await waitUntil(() => client.load()[a] === undefined, { what: 'the gone pod to be let go' });
+    client.close();
+    await Promise.all([firstServer.shutdown(1_000), secondServer.shutdown(1_000)]);
+  });
+});
