@@ -31,10 +31,17 @@ export type ReportFinished = (
 ) => void;
 
 /**
- * Calls one stream holds at once, from their first frame until they end. Beyond it the stream stops
+ * Unary calls one stream holds at once, from their first frame until they end. Beyond it the stream stops
  * reading, and HTTP/2 flow control holds the caller back.
  */
 export const maxCallsInFlightPerStream = 1024;
+
+/**
+ * Server-streaming calls one stream runs at once. They do not pause the stream when it is reached (their
+ * credit and cancel frames must still be read, or a call waiting for credit would wait for ever): one more
+ * fails alone with RESOURCE_EXHAUSTED (overloaded_error, retryable).
+ */
+export const maxStreamingCallsPerStream = 1024;
 
 type Outcome = commonv1.MultiplexedReply['outcome'];
 type Reply = commonv1.MultiplexedReply;
@@ -118,6 +125,8 @@ async function streamOutcome(
 
 interface StreamServing {
   targets: ReadonlyMap<string, CallTarget>;
+  /** Server-streaming calls running on the stream. */
+  streaming: { count: number };
   hooks: CallHooks;
   reportFinished: ReportFinished;
   outbox: FrameOutbox<Reply>;
@@ -138,6 +147,8 @@ function runCall(
   const fail = (code: GrpcStatus) => void outbox.send(callId, framesOf(callId, bareFailure(code)));
   if (!target) return fail(GrpcStatus.UNIMPLEMENTED);
   if (running.has(callId)) return fail(GrpcStatus.ALREADY_EXISTS);
+  const streaming = target.kind === 'serverStreaming';
+  if (streaming && serving.streaming.count >= maxStreamingCallsPerStream) return fail(GrpcStatus.RESOURCE_EXHAUSTED);
   let request: MessageShape<DescMessage>;
   try {
     request = fromBinary(target.method.input, requestBytes);
@@ -161,6 +172,7 @@ function runCall(
     },
   };
   running.set(callId, call);
+  if (streaming) serving.streaming.count += 1;
   const outcome =
     target.kind === 'unary'
       ? unaryOutcome(target, request, call, hooks)
@@ -171,6 +183,7 @@ function runCall(
     // A caller that cancelled or passed its deadline no longer waits for the end.
     if (!controller.signal.aborted) await outbox.send(callId, framesOf(callId, last));
     running.delete(callId);
+    if (streaming) serving.streaming.count -= 1;
     serving.settled();
   });
 }
@@ -200,6 +213,7 @@ export function multiplexedCalls(
     const running = new Map<bigint, RunningCall>();
     const assembling = new Map<bigint, { first: commonv1.MultiplexedCall; assembly: Assembly }>();
     const outbox = new FrameOutbox<Reply>(stream);
+    const streaming = { count: 0 };
     // False once the caller closed its side or the server drains: later calls are refused.
     let accepting = true;
     // True once the stream's end is reported: nothing more is written.
@@ -207,7 +221,8 @@ export function multiplexedCalls(
 
     const settled = () => {
       if (finished) return;
-      if (running.size + assembling.size >= maxCallsInFlightPerStream) stream.pause();
+      const pausing = running.size - streaming.count + assembling.size >= maxCallsInFlightPerStream;
+      if (pausing) stream.pause();
       else stream.resume();
       if (accepting || running.size > 0 || assembling.size > 0) return;
       if (!outbox.idle) return outbox.whenIdle(settled);
@@ -215,7 +230,7 @@ export function multiplexedCalls(
       stream.end();
       reportFinished(hooks, streamMethod, streamContext, streamStartedAt, GrpcStatus.OK);
     };
-    const serving: StreamServing = { targets, hooks, reportFinished, outbox, settled };
+    const serving: StreamServing = { targets, streaming, hooks, reportFinished, outbox, settled };
     const maxRequestBytes = hooks.maxMessageBytes ?? Infinity;
 
     const piece = (frame: commonv1.MultiplexedCall) => {
