@@ -103,6 +103,7 @@ export abstract class ClientCall {
             traceparent,
             credit: window,
             partial,
+            refusable: true,
           })
         : create(commonv1.MultiplexedCallSchema, { callId, request: piece, partial });
     });

@@ -271,7 +271,10 @@ export function multiplexedCalls(
       else if (assembling.has(frame.callId)) piece(frame);
       else if (!frame.method && running.has(frame.callId)) running.get(frame.callId)!.credit.grant(frame.credit);
       else if (accepting) take(frame);
-      else outbox.sendNow(create(commonv1.MultiplexedReplySchema, { callId: frame.callId, refused: true }));
+      else if (frame.refusable) {
+        outbox.sendNow(create(commonv1.MultiplexedReplySchema, { callId: frame.callId, refused: true }));
+      }
+      // Else left unanswered: a caller of an older build sends it again once the stream ended.
     });
     stream.on('end', () => {
       accepting = false;

@@ -295,6 +295,43 @@ describe('unary calls multiplexed over one stream', () => {
 });
 
 describe('a multiplexed stream that ends', () => {
+  it('draining, refuses a refusable call and leaves a call of an older caller unanswered, then ends cleanly', async () => {
+    const quota = new FakeQuota();
+    const server = await startQuota(quota);
+    const definition = grpcServiceDefinition(quotav1.QuotaService)['calls']!;
+    const raw = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const stream = raw.makeBidiStreamRequest(
+      definition.path,
+      definition.requestSerialize,
+      definition.responseDeserialize,
+      new Metadata(),
+    ) as ClientDuplexStream<commonv1.MultiplexedCall, commonv1.MultiplexedReply>;
+    const replies: commonv1.MultiplexedReply[] = [];
+    stream.on('data', (reply: commonv1.MultiplexedReply) => replies.push(reply));
+    const acquire = (requestId: string) =>
+      toBinary(quotav1.AcquireRequestSchema, create(quotav1.AcquireRequestSchema, { requestId }));
+    stream.write(create(commonv1.MultiplexedCallSchema, { callId: 1n, method: 'Acquire', request: acquire('held') }));
+    await waitUntil(() => quota.heldCount() === 1, { what: 'the held call to reach the handler' });
+    const shutdown = server.shutdown(30_000);
+    await waitUntil(() => replies.some((reply) => reply.draining), { what: 'the draining notice' });
+    const call = (callId: bigint, refusable: boolean) =>
+      create(commonv1.MultiplexedCallSchema, { callId, method: 'Acquire', request: acquire('late'), refusable });
+    stream.write(call(2n, true));
+    stream.write(call(3n, false));
+    await waitUntil(() => replies.some((reply) => reply.callId === 2n), { what: 'the refusal' });
+    quota.letGo();
+    const status = await once(stream, 'status');
+    expect(status[0]).toMatchObject({ code: GrpcStatus.OK });
+    expect(replies.map((reply) => [reply.callId, reply.refused, reply.draining, reply.outcome.case])).toEqual([
+      [0n, false, true, undefined],
+      [2n, true, false, undefined],
+      [1n, false, false, 'response'],
+    ]);
+    expect(quota.arrived).toEqual(['held']);
+    raw.close();
+    await shutdown;
+  });
+
   it('fails the calls in flight when it breaks, as a broken channel fails unary calls, and reopens', async () => {
     const quota = new FakeQuota();
     const server = await startQuota(quota);
