@@ -112,10 +112,17 @@ export abstract class ClientCall {
   /** A frame of this call's came back. */
   abstract onReply(reply: Reply): void;
 
+  /** The service has no `Calls` stream (an older build): the call never reached a handler. */
+  streamMissing = false;
+
   /** The stream the call was on ended without its end: refused, ended cleanly, or broken (status). */
   onLost(how: 'refused' | 'ended' | 'broken', status?: StatusObject): void {
     if (this.finished) return;
     this.line = undefined;
+    if (status?.code === GrpcStatus.UNIMPLEMENTED) {
+      this.streamMissing = true;
+      return this.fail(GrpcStatus.UNIMPLEMENTED, status);
+    }
     const movable = how === 'refused' || (!this.answered && (how === 'ended' || this.movesAfterBreak()));
     if (movable && this.placements < maxPlacements) this.placer.place(this, how === 'broken');
     else this.fail(how === 'broken' ? (status?.code ?? GrpcStatus.UNAVAILABLE) : GrpcStatus.UNAVAILABLE, status);

@@ -42,7 +42,16 @@ export interface MultiplexedClientOptions extends ClientOptions {
   streams?: MultiplexedStreams;
   /** Reply messages a server-streaming call may have unread (default 16). */
   streamWindow?: number;
+  /**
+   * A client of the same service making a call each, for a service of an older build that has no `Calls`
+   * stream (a rolling upgrade): a call its stream refused as unimplemented goes there, and so does every
+   * call for the next 30 s.
+   */
+  fallback?: Record<string, unknown>;
 }
+
+/** How long calls go to the fallback after a service answered that it has no `Calls` stream. */
+const streamMissingMs = 30_000;
 
 type MethodsOfKind<M extends GenServiceMethods, Kind extends string> = {
   [K in keyof M]: M[K]['methodKind'] extends Kind ? K : never;
@@ -90,6 +99,8 @@ const addressRestMs = 1_000;
 /** How long a call that lost its stream waits for a ready connection before its next try. */
 const readyWithinMs = 3_000;
 
+type UntypedUnary = (request: unknown, options?: CallOptions) => Promise<Result<MessageShape<DescMessage>>>;
+type UntypedStream = (request: unknown, options?: CallOptions) => AsyncIterable<Result<MessageShape<DescMessage>>>;
 type CallStream = ClientDuplexStream<commonv1.MultiplexedCall, commonv1.MultiplexedReply>;
 type StreamDefinition = MethodDefinition<commonv1.MultiplexedCall, commonv1.MultiplexedReply>;
 
@@ -401,21 +412,35 @@ export function createMultiplexedClient<M extends GenServiceMethods>(
   const definition = grpcServiceDefinition(service)[streamMethod.localName] as StreamDefinition;
   const pool = new LinePool(definition, options, options.streams ?? { perAddress: 1, resolveEveryMs: 0 });
   const window = options.streamWindow ?? defaultStreamWindow;
-  const client: Record<string, unknown> = { close: () => pool.close(), load: () => pool.load() };
+  const fallback = options.fallback;
+  let streamMissingUntil = 0;
+  const useFallback = (call?: ClientCall) => {
+    if (call?.streamMissing) streamMissingUntil = Date.now() + streamMissingMs;
+    return fallback !== undefined && (call?.streamMissing || streamMissingUntil > Date.now());
+  };
+  const close = () => {
+    pool.close();
+    (fallback?.close as (() => void) | undefined)?.();
+  };
+  const client: Record<string, unknown> = { close, load: () => pool.load() };
   for (const method of service.methods) {
     if (method.methodKind === 'unary') {
+      const viaFallback = fallback?.[method.localName] as UntypedUnary | undefined;
       client[method.localName] = async (request: unknown, callOptions?: CallOptions) => {
+        if (useFallback()) return viaFallback!(request, callOptions);
         const deadline = unaryDeadline(callOptions, options.defaultTimeoutMs).getTime();
         const call = new UnaryClientCall(callRequest(pool, method, request, callOptions, deadline, 0), pool);
         void pool.admit(call);
         const result = await call.result;
         if (call.counted) pool.release();
-        return result;
+        return useFallback(call) ? viaFallback!(request, callOptions) : result;
       };
     } else if (method.methodKind === 'server_streaming') {
       const moveAfterBreak = (options.streamRetry?.attempts ?? 1) > 1;
+      const viaFallback = fallback?.[method.localName] as UntypedStream | undefined;
       client[method.localName] = (request: unknown, callOptions?: CallOptions) =>
         (async function* (): AsyncGenerator<Result<MessageShape<DescMessage>>> {
+          if (useFallback()) return yield* viaFallback!(request, callOptions);
           const timeoutMs = callOptions?.timeoutMs;
           const deadline = timeoutMs !== undefined && timeoutMs > 0 ? Date.now() + timeoutMs : undefined;
           const call = new StreamingClientCall(
@@ -425,7 +450,11 @@ export function createMultiplexedClient<M extends GenServiceMethods>(
           );
           await pool.admit(call);
           try {
-            yield* call.messages();
+            for await (const item of call.messages()) {
+              // Refused as unimplemented before anything came back: the fallback makes the call instead.
+              if (!item.ok && useFallback(call)) return yield* viaFallback!(request, callOptions);
+              yield item;
+            }
           } finally {
             if (call.counted) pool.release();
           }

@@ -5,7 +5,7 @@ import type { Result } from '@gw/errors';
 import { routerv1 } from '@gw/proto';
 import type { MessageInitShape } from '@gw/proto';
 import { waitUntil } from '@gw/testing';
-import { createMultiplexedClient, startGrpcServer } from '../src';
+import { createMultiplexedClient, createServiceClient, startGrpcServer } from '../src';
 import type { CallContext, MultiplexedClientOptions, RunningGrpcServer } from '../src';
 import { loopbackAddress, partialRegistration, plaintext, startRelay } from './loopback';
 
@@ -339,5 +339,35 @@ describe('streams spread over the addresses a name resolves to', () => {
     await waitUntil(() => client.load()[a] === undefined, { what: 'the gone pod to be let go' });
     client.close();
     await Promise.all([firstServer.shutdown(1_000), secondServer.shutdown(1_000)]);
+  });
+});
+
+describe('a router of an older build, without the Calls stream', () => {
+  it('gets the calls through the fallback client, a call each', async () => {
+    const router = new FakeRouter();
+    const served = router.registration();
+    // As an older router: every method but the multiplexed stream.
+    const older = await startGrpcServer({
+      host: '127.0.0.1',
+      port: 0,
+      transport: plaintext,
+      onHandlerFailure: () => undefined,
+      services: [
+        {
+          service: served.service,
+          implementation: (hooks) => {
+            const { calls: _calls, ...rest } = served.implementation(hooks);
+            return rest;
+          },
+        },
+      ],
+    });
+    const options = { address: loopbackAddress(older), callee: 'router', defaultTimeoutMs: 0, transport: plaintext };
+    const client = clientOf(options.address, { fallback: createServiceClient(routerv1.RouterService, options) });
+    expect(await readAll(client.complete(request('first', 'two')))).toEqual({ data: ['two'], failure: undefined });
+    expect(await readAll(client.complete(request('second', 'two')))).toEqual({ data: ['two'], failure: undefined });
+    expect(router.started).toEqual(['first', 'second']);
+    client.close();
+    await older.shutdown(1_000);
   });
 });
