@@ -14,9 +14,10 @@ type Event = MessageInitShape<typeof routerv1.CompleteResponseSchema>;
 const sse = (data: string): Event => ({ event: { case: 'sse', value: { event: 'delta', data: Buffer.from(data) } } });
 
 /**
- * A router whose Complete streams by the model named: `mute` nothing at all until cancelled, `many` 200 events, `endless` one every loop turn
- * until cancelled, `silent` nothing after Started until cancelled, `refuse` a refusal after one event, `body` one event
- * naming the body's length and digest; anything else two events. It records what its handlers saw.
+ * A router whose Complete streams by the model named: `mute` nothing at all until cancelled, `many` 200
+ * events, `endless` one every loop turn until cancelled, `silent` nothing after Started until cancelled,
+ * `large-reply` a 3 MiB message, `refuse` a refusal after one event, `body` one event naming the body's
+ * length and digest; anything else two events. It records what its handlers saw.
  */
 class FakeRouter {
   readonly produced = new Map<string, number>();
@@ -56,6 +57,9 @@ class FakeRouter {
         case 'refuse':
           yield err(gatewayError('invalid_request_error', 'no such thing'));
           return;
+        case 'large-reply':
+          yield ok({ event: { case: 'message', value: { json: Buffer.alloc(3 * 1024 * 1024 + 7, 'y') } } });
+          break;
         case 'body':
           yield ok(
             sse(`${request.bodyJson.byteLength}:${createHash('sha256').update(request.bodyJson).digest('hex')}`),
@@ -197,6 +201,19 @@ describe('a 30 MiB request on a multiplexed stream', () => {
     expect(router.started).toEqual(['small']);
     const digest = createHash('sha256').update(body).digest('hex');
     expect(await large).toEqual({ data: [`${body.byteLength}:${digest}`], failure: undefined });
+    client.close();
+    await server.shutdown(1_000);
+  });
+
+  it('a large reply message comes back whole, in pieces', async () => {
+    const router = new FakeRouter();
+    const server = await startRouter(router);
+    const client = clientOf(loopbackAddress(server));
+    const sizes: number[] = [];
+    for await (const reply of client.complete(request('large', 'large-reply'))) {
+      if (reply.ok && reply.value.event.case === 'message') sizes.push(reply.value.event.value.json.byteLength);
+    }
+    expect(sizes).toEqual([3 * 1024 * 1024 + 7]);
     client.close();
     await server.shutdown(1_000);
   });
