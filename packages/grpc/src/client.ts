@@ -177,7 +177,7 @@ export function createServiceClient<M extends GenServiceMethods>(
  * Resolves true once the channel has a ready connection (asking it to connect), false when `withinMs` or
  * the signal ends first. Its own timer, cleared either way: grpc-js's waitForReady keeps one to its deadline.
  */
-function channelReady(client: Client, withinMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+export function channelReady(client: Client, withinMs: number, signal: AbortSignal | undefined): Promise<boolean> {
   if (signal?.aborted) return Promise.resolve(false);
   const channel = client.getChannel();
   return new Promise<boolean>((resolve) => {

@@ -26,7 +26,7 @@ import { clientKeepaliveTimeMs } from './client';
 import { toGrpcStatus } from './error-detail';
 import { isMultiplexedStream } from './multiplexed';
 import { multiplexedCalls } from './multiplexed-server';
-import type { UnaryTarget } from './multiplexed-server';
+import type { CallTarget } from './multiplexed-server';
 import { requestIdMetadataKey, wellFormedRequestId } from './request-id';
 import { endServerSpan, startServerSpan, traceContextOf } from './tracing';
 import type { ServerCallTrace } from './tracing';
@@ -59,6 +59,8 @@ export interface CallHooks {
   observe: (call: FinishedCall) => void;
   /** Aborted when the server starts shutting down: a multiplexed stream answers what it holds and ends. */
   draining: AbortSignal;
+  /** The server's largest message: a multiplexed call's request joined from its frames is held to it too. */
+  maxMessageBytes?: number;
 }
 
 export interface ServiceRegistration {
@@ -218,12 +220,12 @@ export function registration<M extends GenServiceMethods>(
     implementation: (hooks) => {
       const implementation: UntypedServiceImplementation = {};
       const byName = handlers as Record<string, unknown>;
-      const unaryTargets = new Map<string, UnaryTarget>();
+      const callTargets = new Map<string, CallTarget>();
       for (const method of service.methods) {
         if (isMultiplexedStream(method)) {
           implementation[method.localName] = multiplexedCalls(
             method,
-            unaryTargets,
+            callTargets,
             hooks,
             finish,
           ) as handleBidiStreamingCall<unknown, unknown>;
@@ -232,14 +234,15 @@ export function registration<M extends GenServiceMethods>(
         if (typeof handler !== 'function') continue;
         if (method.methodKind === 'unary') {
           const unaryHandler = answeringThrown(handler as UnaryHandler<DescMessage, DescMessage>, options.answerThrown);
-          unaryTargets.set(method.name, { method, handler: unaryHandler });
+          callTargets.set(method.name, { kind: 'unary', method, handler: unaryHandler });
           implementation[method.localName] = unary(method, unaryHandler, hooks) as handleUnaryCall<unknown, unknown>;
         } else if (method.methodKind === 'server_streaming') {
-          implementation[method.localName] = serverStream(
-            method,
-            handler as ServerStreamHandler<DescMessage, DescMessage>,
-            hooks,
-          ) as handleServerStreamingCall<unknown, unknown>;
+          const streamHandler = handler as ServerStreamHandler<DescMessage, DescMessage>;
+          callTargets.set(method.name, { kind: 'serverStreaming', method, handler: streamHandler });
+          implementation[method.localName] = serverStream(method, streamHandler, hooks) as handleServerStreamingCall<
+            unknown,
+            unknown
+          >;
         }
       }
       return implementation;
@@ -323,6 +326,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
         onFailure: options.onHandlerFailure,
         observe: options.observeCall ?? (() => undefined),
         draining: draining.signal,
+        maxMessageBytes: options.maxMessageBytes,
       }),
     );
     health.setStatus(service.typeName, 'SERVING');

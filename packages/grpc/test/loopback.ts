@@ -1,3 +1,5 @@
+import { connect, createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { policyv1 } from '@gw/proto';
@@ -42,3 +44,38 @@ export function startPolicyServer(
 }
 
 export const loopbackAddress = (server: RunningGrpcServer) => `127.0.0.1:${server.port}`;
+
+/** A TCP relay on 127.0.0.1 whose connections a test can cut and whose target it can move. */
+export async function startRelay(targetPort: number) {
+  const sockets = new Set<Socket>();
+  let target = targetPort;
+  const relay = createServer((inbound) => {
+    const outbound = connect(target, '127.0.0.1');
+    for (const [socket, peer] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        sockets.delete(socket);
+        peer.destroy();
+      });
+      socket.pipe(peer);
+    }
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const cut = () => {
+    for (const socket of sockets) socket.destroy();
+  };
+  return {
+    address: `127.0.0.1:${(relay.address() as AddressInfo).port}`,
+    cut,
+    moveTo: (port: number) => (target = port),
+    close: () =>
+      new Promise<void>((resolve) => {
+        cut();
+        relay.close(() => resolve());
+      }),
+  };
+}

@@ -1,6 +1,4 @@
 import { getEventListeners, once } from 'node:events';
-import { connect, createServer } from 'node:net';
-import type { AddressInfo, Socket } from 'node:net';
 import { Client, credentials, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { err, gatewayError, ok } from '@gw/errors';
@@ -15,7 +13,7 @@ import {
   startGrpcServer,
 } from '../src';
 import type { CallContext, FinishedCall, RunningGrpcServer } from '../src';
-import { plaintext } from './loopback';
+import { plaintext, startRelay } from './loopback';
 
 /**
  * A quota service whose handlers answer by the request id they are given: `limited` refuses with a
@@ -91,41 +89,6 @@ async function startQuota(quota: FakeQuota, finished: FinishedCall[] = []): Prom
     observeCall: (call) => finished.push(call),
     services: [quota.registration()],
   });
-}
-
-/** A TCP relay on 127.0.0.1 whose connections a test can cut and whose target it can move. */
-async function startRelay(targetPort: number) {
-  const sockets = new Set<Socket>();
-  let target = targetPort;
-  const relay = createServer((inbound) => {
-    const outbound = connect(target, '127.0.0.1');
-    for (const [socket, peer] of [
-      [inbound, outbound],
-      [outbound, inbound],
-    ] as const) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        peer.destroy();
-      });
-      socket.pipe(peer);
-    }
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  const cut = () => {
-    for (const socket of sockets) socket.destroy();
-  };
-  return {
-    address: `127.0.0.1:${(relay.address() as AddressInfo).port}`,
-    cut,
-    moveTo: (port: number) => (target = port),
-    close: () =>
-      new Promise<void>((resolve) => {
-        cut();
-        relay.close(() => resolve());
-      }),
-  };
 }
 
 const clientsOf = (address: string, defaultTimeoutMs = 5_000) => ({
@@ -332,6 +295,43 @@ describe('unary calls multiplexed over one stream', () => {
 });
 
 describe('a multiplexed stream that ends', () => {
+  it('draining, refuses a refusable call and leaves a call of an older caller unanswered, then ends cleanly', async () => {
+    const quota = new FakeQuota();
+    const server = await startQuota(quota);
+    const definition = grpcServiceDefinition(quotav1.QuotaService)['calls']!;
+    const raw = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const stream = raw.makeBidiStreamRequest(
+      definition.path,
+      definition.requestSerialize,
+      definition.responseDeserialize,
+      new Metadata(),
+    ) as ClientDuplexStream<commonv1.MultiplexedCall, commonv1.MultiplexedReply>;
+    const replies: commonv1.MultiplexedReply[] = [];
+    stream.on('data', (reply: commonv1.MultiplexedReply) => replies.push(reply));
+    const acquire = (requestId: string) =>
+      toBinary(quotav1.AcquireRequestSchema, create(quotav1.AcquireRequestSchema, { requestId }));
+    stream.write(create(commonv1.MultiplexedCallSchema, { callId: 1n, method: 'Acquire', request: acquire('held') }));
+    await waitUntil(() => quota.heldCount() === 1, { what: 'the held call to reach the handler' });
+    const shutdown = server.shutdown(30_000);
+    await waitUntil(() => replies.some((reply) => reply.draining), { what: 'the draining notice' });
+    const call = (callId: bigint, refusable: boolean) =>
+      create(commonv1.MultiplexedCallSchema, { callId, method: 'Acquire', request: acquire('late'), refusable });
+    stream.write(call(2n, true));
+    stream.write(call(3n, false));
+    await waitUntil(() => replies.some((reply) => reply.callId === 2n), { what: 'the refusal' });
+    quota.letGo();
+    const status = await once(stream, 'status');
+    expect(status[0]).toMatchObject({ code: GrpcStatus.OK });
+    expect(replies.map((reply) => [reply.callId, reply.refused, reply.draining, reply.outcome.case])).toEqual([
+      [0n, false, true, undefined],
+      [2n, true, false, undefined],
+      [1n, false, false, 'response'],
+    ]);
+    expect(quota.arrived).toEqual(['held']);
+    raw.close();
+    await shutdown;
+  });
+
   it('fails the calls in flight when it breaks, as a broken channel fails unary calls, and reopens', async () => {
     const quota = new FakeQuota();
     const server = await startQuota(quota);

@@ -19,6 +19,10 @@ const schema = z.object({
   POLICY_ADDRESS: env.address('127.0.0.1:50052'),
   QUOTA_ADDRESS: env.address('127.0.0.1:50053'),
   ROUTER_ADDRESS: env.address('127.0.0.1:50054'),
+  /** Long-lived completion streams kept to each router address (pod); new calls go to the least loaded. */
+  ROUTER_STREAMS_PER_ADDRESS: env.positiveInt(2),
+  /** How often a dns:/// ROUTER_ADDRESS is resolved again, so that router pods that came or left are seen. */
+  ROUTER_RESOLVE_EVERY_MS: env.positiveInt(5_000),
   METERING_ADDRESS: env.address('127.0.0.1:50055'),
   KAFKA_BROKERS: env.list('127.0.0.1:9092'),
   USAGE_TOPIC: z.string().min(1).default('gateway.usage.v1'),

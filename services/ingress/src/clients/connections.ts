@@ -8,6 +8,17 @@ export function createClients(config: IngressConfig) {
   const timeout = config.CONTROL_CALL_TIMEOUT_MS;
   // Bodies of up to BODY_LIMIT_BYTES travel whole to policy and router (and back, after privacy modes).
   const maxMessageBytes = grpcMessageLimitFor(config.BODY_LIMIT_BYTES);
+  const routerOptions = {
+    address: config.ROUTER_ADDRESS,
+    callee: 'router',
+    defaultTimeoutMs: 0,
+    maxMessageBytes,
+    transport: config.grpcTransport,
+    // A completion whose stream broke before any event of it came back (a router pod that went away as the
+    // call reached it) has given the caller nothing: it goes to another stream once a router answers,
+    // instead of failing the request with a 503. A stopping router's refusals always move.
+    streamRetry: { attempts: 3, readyWithinMs: 3_000 },
+  };
   return {
     auth: createServiceClient(authv1.AuthService, {
       address: config.AUTH_ADDRESS,
@@ -56,17 +67,14 @@ export function createClients(config: IngressConfig) {
       maxMessageBytes,
       transport: config.grpcTransport,
     }),
-    // No default deadline here: a completion passes its own (COMPLETION_TIMEOUT_MS), and so does a token count.
-    router: createServiceClient(routerv1.RouterService, {
-      address: config.ROUTER_ADDRESS,
-      callee: 'router',
-      defaultTimeoutMs: 0,
-      maxMessageBytes,
-      transport: config.grpcTransport,
-      // A completion that ended UNAVAILABLE before its first event (a router pod that went away as the call
-      // reached it, no ready address while DNS catches up during a rollout) has given the caller nothing:
-      // it is sent again once a router answers, instead of failing the request with a 503.
-      streamRetry: { attempts: 3, readyWithinMs: 3_000 },
+    // Completions and token counts as frames of long-lived streams, a few to each router pod (the name
+    // resolved again every ROUTER_RESOLVE_EVERY_MS), each call to the least-loaded stream. No default
+    // deadline here: a completion passes its own (COMPLETION_TIMEOUT_MS), and so does a token count.
+    router: createMultiplexedClient(routerv1.RouterService, {
+      ...routerOptions,
+      // A router of an older build without the Calls stream (a rolling upgrade): a call each, as before.
+      fallback: createServiceClient(routerv1.RouterService, routerOptions),
+      streams: { perAddress: config.ROUTER_STREAMS_PER_ADDRESS, resolveEveryMs: config.ROUTER_RESOLVE_EVERY_MS },
     }),
   };
 }

@@ -45,8 +45,8 @@ export interface RouterCallOptions {
 }
 
 /**
- * What ingress asks the router. The one seam between the pipeline and how completions travel (a call
- * per request today): a change of transport stays inside an implementation of this interface.
+ * What ingress asks the router. The one seam between the pipeline and how completions travel (frames on
+ * long-lived multiplexed streams): a change of transport stays inside an implementation of this interface.
  */
 export interface RouterClient {
   complete(
@@ -111,7 +111,7 @@ const requestOf = (request: UpstreamRequest, scope: RequestScope) => ({
   query: request.query,
 });
 
-/** The router over one server-streaming call per completion. */
+/** The router over its multiplexed streams: a completion is a server-streaming call on one of them. */
 export function routerClient(
   router: Pick<Clients['router'], 'complete' | 'countTokens'>,
   malformed: MalformedReplies,
