@@ -64,6 +64,8 @@ export interface StackOptions {
    * simulated key from the environment.
    */
   awsWebIdentityTokenFile?: string;
+  /** Node flags for every process of the stack, before its own (the soak's `--inspect=127.0.0.1:0`). */
+  nodeFlags?: string[];
 }
 
 /**
@@ -203,7 +205,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
   const grpcHealth = (name: keyof Ports['grpc']) => ({ kind: 'grpc' as const, address: grpc(name), transport });
   const simUrls = simUrlsOf(ports);
   const providerCredentials = providerCredentialsOf(options, ports);
-  return [
+  const specs: ProcessSpec[] = [
     simUpstreamSpec(ports),
     {
       name: 'auth',
@@ -276,6 +278,8 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
     },
     ingressSpec(options, base, grpc),
   ];
+  const extra = options.nodeFlags ?? [];
+  return specs.map((spec) => ({ ...spec, nodeFlags: [...extra, ...(spec.nodeFlags ?? [])] }));
 }
 
 /** Starts PostgreSQL, Redis and Kafka (or reuses running ones) through infra.sh; returns their URLs. */
