@@ -93,12 +93,32 @@ export interface Secrets {
 
 const loopback = '127.0.0.1';
 
+export type GatewayServiceName = 'auth' | 'policy' | 'quota' | 'router' | 'metering' | 'ingress';
+
 /**
- * Node flags of ingress, here and in its image. Ingress holds each large request body several times over
- * (read, checked, sent to policy, taken back, sent to the router) and V8 counts every such buffer against
- * the old generation's budget; with the budget sized from a heap of about 30 MB, a 4 MB body set off
- * three full collections whose pauses every other caller waited on. A floor of 128 MB under that budget
- * lets a collection take many bodies at once (see docs/performance.md, "Garbage collection in ingress").
+ * `NODE_OPTIONS` of each service, here, in its image and in the chart's default values (docs/performance.md,
+ * "What each process holds"). `--max-semi-space-size` caps V8's young generation (two semi-spaces, grown under
+ * allocation up to the cap each): large for the services that allocate per request on the hot path (ingress and
+ * the router), where a small one would promote request-lived objects to the old generation and cost scavenges;
+ * small for those that allocate little (auth answers only key-cache misses, policy only privacy modes other
+ * than off).
+ */
+export const serviceNodeOptions: Record<GatewayServiceName, string> = {
+  auth: '--max-semi-space-size=1',
+  policy: '--max-semi-space-size=2',
+  quota: '--max-semi-space-size=2',
+  router: '--max-semi-space-size=8',
+  metering: '--max-semi-space-size=4',
+  ingress: '--max-semi-space-size=16',
+};
+
+/**
+ * Node flags of ingress's command line, here and in its image (`NODE_OPTIONS` does not accept them). Ingress
+ * holds each large request body several times over (read, checked, sent to policy, taken back, sent to the
+ * router) and V8 counts every such buffer against the old generation's budget; with the budget sized from a heap
+ * of about 30 MB, a 4 MB body set off three full collections whose pauses every other caller waited on. A floor
+ * of 128 MB under that budget lets a collection take many bodies at once (see docs/performance.md, "Garbage
+ * collection in ingress").
  */
 export const ingressNodeFlags = ['--initial-old-space-size=128'];
 
@@ -279,7 +299,13 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
     ingressSpec(options, base, grpc),
   ];
   const extra = options.nodeFlags ?? [];
-  return specs.map((spec) => ({ ...spec, nodeFlags: [...extra, ...(spec.nodeFlags ?? [])] }));
+  const nodeOptionsOf = (name: string): Record<string, string> =>
+    Object.hasOwn(serviceNodeOptions, name) ? { NODE_OPTIONS: serviceNodeOptions[name as GatewayServiceName] } : {};
+  return specs.map((spec) => ({
+    ...spec,
+    env: { ...nodeOptionsOf(spec.name), ...spec.env },
+    nodeFlags: [...extra, ...(spec.nodeFlags ?? [])],
+  }));
 }
 
 /** Starts PostgreSQL, Redis and Kafka (or reuses running ones) through infra.sh; returns their URLs. */
