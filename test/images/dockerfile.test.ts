@@ -1,13 +1,13 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ingressNodeFlags, serviceNodeOptions } from '@gw/local-stack';
+import { serviceNodeFlags, serviceNodeOptions } from '@gw/local-stack';
 import type { GatewayServiceName } from '@gw/local-stack';
 
 // The six images come from one Dockerfile, the service a build argument and a target of the same name
 // (deploy/images/build.sh builds them; the images stage of `make test` and test/deploy/images-run.test.ts run
 // them). What these tests keep true: a stage for every service and no other, no Dockerfile of a service's own,
-// the compile stage the same for all six (so it is built once), and each service's Node options and ingress's
-// command line the local stack's.
+// the compile stage the same for all six (so it is built once), and each service's Node options and command line
+// the local stack's.
 
 const repoRoot = join(__dirname, '..', '..');
 const dockerfile = readFileSync(join(repoRoot, 'deploy', 'images', 'Dockerfile'), 'utf8');
@@ -69,12 +69,11 @@ test("the services' images differ only by the Node options and flags the local s
   const runtime = stages().find((stage) => stage.name === 'runtime')!;
   expect(entrypoint(runtime.lines)).toEqual([['node', 'dist/main.js']]);
   for (const stage of stages().filter((candidate) => candidate.from === 'runtime')) {
-    const nodeOptions = `ENV NODE_OPTIONS=${serviceNodeOptions[stage.name as GatewayServiceName]}`;
-    if (stage.name === 'ingress') {
-      expect(stage.lines.filter((line) => !line.startsWith('ENTRYPOINT '))).toEqual([nodeOptions]);
-      expect(entrypoint(stage.lines)).toEqual([['node', ...ingressNodeFlags, 'dist/main.js']]);
-    } else {
-      expect(stage.lines).toEqual([nodeOptions]);
-    }
+    const service = stage.name as GatewayServiceName;
+    expect(stage.lines.filter((line) => !line.startsWith('ENTRYPOINT '))).toEqual([
+      `ENV NODE_OPTIONS=${serviceNodeOptions[service]}`,
+    ]);
+    const flags = serviceNodeFlags[service];
+    expect(entrypoint(stage.lines)).toEqual(flags.length === 0 ? [] : [['node', ...flags, 'dist/main.js']]);
   }
 });

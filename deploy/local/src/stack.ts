@@ -113,14 +113,25 @@ export const serviceNodeOptions: Record<GatewayServiceName, string> = {
 };
 
 /**
- * Node flags of ingress's command line, here and in its image (`NODE_OPTIONS` does not accept them). Ingress
- * holds each large request body several times over (read, checked, sent to policy, taken back, sent to the
- * router) and V8 counts every such buffer against the old generation's budget; with the budget sized from a heap
- * of about 30 MB, a 4 MB body set off three full collections whose pauses every other caller waited on. A floor
- * of 128 MB under that budget lets a collection take many bodies at once (see docs/performance.md, "Garbage
- * collection in ingress").
+ * V8 flags of each service's command line, here and in its image (`NODE_OPTIONS` does not accept them; see
+ * docs/performance.md, "Garbage collection in ingress" and "What each process holds").
+ *
+ * Ingress: a floor under the old generation's budget. Ingress holds each large request body several times over
+ * (read, checked, sent to policy, taken back, sent to the router) and V8 counts every such buffer against that
+ * budget; with the budget sized from a heap of about 30 MB, a 4 MB body set off three full collections whose
+ * pauses every other caller waited on. A floor of 128 MB lets a collection take many bodies at once.
+ *
+ * Router: a budget of the live heap × 1.5 after each full collection, where V8 let it grow to up to four times
+ * (an old space of 25 MB live reached 80 MB between collections at load); its old space then stays near 32 MB.
  */
-export const ingressNodeFlags = ['--initial-old-space-size=128'];
+export const serviceNodeFlags: Record<GatewayServiceName, string[]> = {
+  auth: [],
+  policy: [],
+  quota: [],
+  router: ['--heap-growing-percent=50'],
+  metering: [],
+  ingress: ['--initial-old-space-size=128'],
+};
 
 /** Where the router finds each simulated pool. */
 function simUrlsOf(ports: Ports) {
@@ -185,7 +196,6 @@ function ingressSpec(
   return {
     name: 'ingress',
     script: 'services/ingress/dist/main.js',
-    nodeFlags: ingressNodeFlags,
     env: {
       ...base,
       HTTP_HOST: loopback,
@@ -299,12 +309,11 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
     ingressSpec(options, base, grpc),
   ];
   const extra = options.nodeFlags ?? [];
-  const nodeOptionsOf = (name: string): Record<string, string> =>
-    Object.hasOwn(serviceNodeOptions, name) ? { NODE_OPTIONS: serviceNodeOptions[name as GatewayServiceName] } : {};
+  const isService = (name: string): name is GatewayServiceName => Object.hasOwn(serviceNodeOptions, name);
   return specs.map((spec) => ({
     ...spec,
-    env: { ...nodeOptionsOf(spec.name), ...spec.env },
-    nodeFlags: [...extra, ...(spec.nodeFlags ?? [])],
+    env: isService(spec.name) ? { NODE_OPTIONS: serviceNodeOptions[spec.name], ...spec.env } : spec.env,
+    nodeFlags: [...extra, ...(isService(spec.name) ? serviceNodeFlags[spec.name] : []), ...(spec.nodeFlags ?? [])],
   }));
 }
 
