@@ -196,9 +196,10 @@ export function chaosStack(): ChaosStack {
 
 /**
  * A fresh state directory, infrastructure, topic and services (from the global setup: the migrations
- * are an ES module, which a test file's sandbox cannot import).
+ * are an ES module, which a test file's sandbox cannot import). `nodeFlags` go to every process, also when a
+ * test starts one again.
  */
-export async function startChaosStack(): Promise<ChaosStack> {
+export async function startChaosStack(nodeFlags?: string[]): Promise<ChaosStack> {
   await stopLeftovers();
   await rm(chaosState.root, { recursive: true, force: true });
   const infra = await startInfra(repoRoot, chaosState, chaosInfraPorts);
@@ -220,6 +221,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
     gatewayConfig: chaosGatewayConfig,
     usageTopic,
     consumerGroup,
+    nodeFlags,
   };
   await startServices(options, 90_000);
   const stack: ChaosStack = {

@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
+import { serviceNodeOptions } from '@gw/local-stack';
+import type { GatewayServiceName } from '@gw/local-stack';
 
 // The Helm chart rendered offline (no cluster): lint, then every toggle of values.yaml checked on the output.
 
@@ -241,6 +243,18 @@ describe('memory', () => {
       expect(limit).toBeGreaterThanOrEqual((7 * held) / MiB + 256);
     },
   );
+
+  test("each service's NODE_OPTIONS are the local stack's and its image's by default, and replaced or dropped per service", () => {
+    const manifests = render();
+    for (const service of allServices) {
+      expect(envOf(manifests, service).get('NODE_OPTIONS')?.value).toBe(
+        serviceNodeOptions[service as GatewayServiceName],
+      );
+    }
+    const changed = render('--set', 'router.nodeOptions=--max-semi-space-size=32', '--set', 'auth.nodeOptions=');
+    expect(envOf(changed, 'router').get('NODE_OPTIONS')?.value).toBe('--max-semi-space-size=32');
+    expect(envOf(changed, 'auth').has('NODE_OPTIONS')).toBe(false);
+  });
 
   test('a bodyBufferMaxBytes below bodyLimitBytes is refused: the largest body could never be held', () => {
     expect(renderFails('--set', 'ingress.bodyBufferMaxBytes=1048576')).toContain(

@@ -10,12 +10,12 @@ import { kafkaSecurityEnv } from '@gw/config';
 import { isServing } from '@gw/grpc';
 import { createKafka, ensureTopics } from '@gw/kafka';
 import {
-  ingressNodeFlags,
   kafkaConnection,
   portsFromBase,
   processSpecs,
   repoRoot,
   seedDemo,
+  serviceNodeFlags,
   stackGrpcTransport,
   stateDir,
 } from '@gw/local-stack';
@@ -280,11 +280,13 @@ describe('the images, run with podman', () => {
     }
   });
 
-  test('ingress runs with the node flags the local stack gives it', async () => {
-    const entrypoint = JSON.parse(
-      await podman('image', 'inspect', '--format', '{{json .Config.Entrypoint}}', image('ingress')),
-    ) as string[];
-    expect(entrypoint).toEqual(['node', ...ingressNodeFlags, 'dist/main.js']);
+  test('ingress and the router run with the node flags the local stack gives them', async () => {
+    for (const service of ['ingress', 'router'] as const) {
+      const entrypoint = JSON.parse(
+        await podman('image', 'inspect', '--format', '{{json .Config.Entrypoint}}', image(service)),
+      ) as string[];
+      expect(entrypoint).toEqual(['node', ...serviceNodeFlags[service], 'dist/main.js']);
+    }
   });
 
   test('gRPC services: health on the plaintext health port; the gRPC port itself is mutual TLS only', async () => {

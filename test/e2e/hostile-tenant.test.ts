@@ -20,7 +20,7 @@ import { admin } from './http';
  *
  * Bodies of 4 MB have a test of their own, at one body every 4 s, under the same bound. Ingress checks a
  * large body, and the router reads a test key's, on worker threads, so that their event loops do not stall
- * on them; and ingress runs with a floor under V8's old-generation budget (`ingressNodeFlags`), without
+ * on them; and ingress runs with a floor under V8's old-generation budget (`serviceNodeFlags.ingress`), without
  * which each body's buffers set off about three full collections in ingress, and B's requests that met
  * their pauses took B's p99 to 1.3–2.5× its quiet p99 here.
  */

@@ -1,11 +1,13 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ingressNodeFlags } from '@gw/local-stack';
+import { serviceNodeFlags, serviceNodeOptions } from '@gw/local-stack';
+import type { GatewayServiceName } from '@gw/local-stack';
 
 // The six images come from one Dockerfile, the service a build argument and a target of the same name
 // (deploy/images/build.sh builds them; the images stage of `make test` and test/deploy/images-run.test.ts run
 // them). What these tests keep true: a stage for every service and no other, no Dockerfile of a service's own,
-// the compile stage the same for all six (so it is built once), and ingress's command line the local stack's.
+// the compile stage the same for all six (so it is built once), and each service's Node options and command line
+// the local stack's.
 
 const repoRoot = join(__dirname, '..', '..');
 const dockerfile = readFileSync(join(repoRoot, 'deploy', 'images', 'Dockerfile'), 'utf8');
@@ -61,16 +63,17 @@ test('the compile stage does not read the service, so the six builds share its l
   expect(runtime.lines.join('\n')).toContain('org.opencontainers.image.title="inference-gateway-${SERVICE}"');
 });
 
-test("only ingress's image differs, by the Node flags the local stack gives it", () => {
+test("the services' images differ only by the Node options and flags the local stack gives each", () => {
   const entrypoint = (lines: string[]) =>
     lines.filter((line) => line.startsWith('ENTRYPOINT ')).map((line) => JSON.parse(line.slice(11)) as string[]);
   const runtime = stages().find((stage) => stage.name === 'runtime')!;
   expect(entrypoint(runtime.lines)).toEqual([['node', 'dist/main.js']]);
   for (const stage of stages().filter((candidate) => candidate.from === 'runtime')) {
-    if (stage.name === 'ingress') {
-      expect(entrypoint(stage.lines)).toEqual([['node', ...ingressNodeFlags, 'dist/main.js']]);
-    } else {
-      expect(stage.lines).toEqual([]);
-    }
+    const service = stage.name as GatewayServiceName;
+    expect(stage.lines.filter((line) => !line.startsWith('ENTRYPOINT '))).toEqual([
+      `ENV NODE_OPTIONS=${serviceNodeOptions[service]}`,
+    ]);
+    const flags = serviceNodeFlags[service];
+    expect(entrypoint(stage.lines)).toEqual(flags.length === 0 ? [] : [['node', ...flags, 'dist/main.js']]);
   }
 });

@@ -1,4 +1,5 @@
 import { chaosState, startChaosStack, stopChaosStack } from '../chaos/chaos-stack';
+import { soakNodeFlags } from './inspector';
 
 /**
  * The chaos suite's stack in the soak's own state directory and ports (jest.soak.config.js). A fresh Kafka
@@ -9,7 +10,7 @@ export default async function globalSetup(): Promise<void> {
   for (let attempt = 1; ; attempt += 1) {
     const started = Date.now();
     try {
-      const stack = await startChaosStack();
+      const stack = await startChaosStack(soakNodeFlags);
       process.stdout.write(
         `\nsoak: stack up in ${((Date.now() - started) / 1_000).toFixed(1)} s (state ${chaosState.root}, topic ${stack.usageTopic})\n`,
       );

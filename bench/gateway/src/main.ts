@@ -13,7 +13,7 @@ import type { GatewayService, GatewayStack } from './gateway-stack';
 import { callsBetween, grpcCallsHandled } from './grpc-calls';
 import { startOtlpSink } from './otlp-sink';
 import type { LoadJob, LoadResult } from './load-protocol';
-import { cpuMsOfTrees, pidListeningOn, processAgeMs, residentBytes } from './proc';
+import { cpuMsOfTrees, pidListeningOn, processAgeMs, proportionalBytes, residentBytes } from './proc';
 import { readSettings } from './settings';
 import type { Settings } from './settings';
 import { fixed, formatTable, megabytes, mergeResults, percentile } from './stats';
@@ -62,8 +62,13 @@ interface ThroughputStep {
   passed: boolean;
   /** CPU milliseconds during the step, by process (tree). */
   cpuMs: Map<string, number>;
-  /** The highest sum of the six services' RSS seen during the step, and each one's RSS then. */
-  peakResident: { totalBytes: number; byService: Map<GatewayService, number> };
+  /** The highest sum of the six services' RSS seen during the step, and each one's RSS and PSS then. */
+  peakResident: {
+    totalBytes: number;
+    byService: Map<GatewayService, number>;
+    proportionalBytes: number;
+    proportionalByService: Map<GatewayService, number>;
+  };
   grpcCalls: [string, number][];
 }
 
@@ -520,11 +525,21 @@ class Run {
   private async throughputStep(roots: Map<string, number>, job: LoadJob): Promise<ThroughputStep> {
     const grpcBefore = await grpcCallsHandled(this.stack.metricsUrls);
     const cpuBefore = cpuMsOfTrees(roots);
-    const peakResident = { totalBytes: 0, byService: new Map<GatewayService, number>() };
+    const peakResident: ThroughputStep['peakResident'] = {
+      totalBytes: 0,
+      byService: new Map(),
+      proportionalBytes: 0,
+      proportionalByService: new Map(),
+    };
     const sampleResident = () => {
       const byService = new Map(gatewayServices.map((name) => [name, residentBytes(this.stack.pids.get(name)!)]));
       const totalBytes = [...byService.values()].reduce((sum, bytes) => sum + bytes, 0);
-      if (totalBytes > peakResident.totalBytes) Object.assign(peakResident, { totalBytes, byService });
+      if (totalBytes <= peakResident.totalBytes) return;
+      const proportionalByService = new Map(
+        gatewayServices.map((name) => [name, proportionalBytes(this.stack.pids.get(name)!)]),
+      );
+      const proportional = [...proportionalByService.values()].reduce((sum, bytes) => sum + bytes, 0);
+      Object.assign(peakResident, { totalBytes, byService, proportionalBytes: proportional, proportionalByService });
     };
     const sampler = setInterval(sampleResident, 250);
     let result: LoadResult;
@@ -556,21 +571,23 @@ class Run {
     print();
     print(
       `(d, e) at the best passing step (concurrency ${best.concurrency}, ${fixed(best.requestsPerSecond, 0)} req/s, ` +
-        `${requests} requests in ${fixed(seconds, 1)} s): CPU by process (tree), RSS at the highest sum`,
+        `${requests} requests in ${fixed(seconds, 1)} s): CPU by process (tree), RSS at the highest sum and PSS then`,
     );
     const row = (name: string) => {
       const cpuMs = best.cpuMs.get(name) ?? 0;
       const resident = best.peakResident.byService.get(name as GatewayService);
+      const proportional = best.peakResident.proportionalByService.get(name as GatewayService);
       return [
         name,
         fixed(cpuMs / requests, 3),
         fixed(cpuMs / 10 / seconds, 0),
         resident === undefined ? '' : megabytes(resident),
+        proportional === undefined ? '' : megabytes(proportional),
       ];
     };
     const totalCpu = gatewayCpuMs(best.cpuMs);
     const lines = formatTable(
-      ['process', 'CPU ms/req', 'CPU %', 'RSS MB'],
+      ['process', 'CPU ms/req', 'CPU %', 'RSS MB', 'PSS MB'],
       [
         ...gatewayServices.map(row),
         [
@@ -578,6 +595,7 @@ class Run {
           fixed(totalCpu / requests, 3),
           fixed(totalCpu / 10 / seconds, 0),
           megabytes(best.peakResident.totalBytes),
+          megabytes(best.peakResident.proportionalBytes),
         ],
         ...['kafka', 'redis', 'postgres'].filter((name) => roots.has(name)).map(row),
         row('mock upstream'),
@@ -588,6 +606,7 @@ class Run {
     const missing = ['kafka', 'redis', 'postgres'].filter((name) => !roots.has(name));
     if (missing.length > 0) print(`  (no process found listening for ${missing.join(', ')})`);
     print('  CPU % is of one core; PostgreSQL, Redis and Kafka serve whatever else runs on this machine too.');
+    print("  PSS counts a page shared by several processes (the node binary's) once over them; RSS once per process.");
     const calls = best.grpcCalls.reduce((sum, [, count]) => sum + count, 0);
     print(
       `  gRPC calls handled per request: ${fixed(calls / requests, 2)} (` +

@@ -78,6 +78,20 @@ export function residentBytes(pid: number): number {
   }
 }
 
+/**
+ * Proportional set size in bytes (Pss of /proc/<pid>/smaps_rollup): each resident page divided by the number of
+ * processes that map it, so that the node binary's pages, which every service maps, count once over the six
+ * where RSS counts them six times. 0 when the process is gone.
+ */
+export function proportionalBytes(pid: number): number {
+  try {
+    const match = /^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** Inodes of the sockets listening on a TCP port (IPv4 or IPv6). */
 function listeningInodes(port: number): Set<string> {
   const inodes = new Set<string>();

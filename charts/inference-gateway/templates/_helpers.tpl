@@ -247,6 +247,10 @@ lifecycle:
 {{- end }}
 {{- end }}
 {{- end }}
+{{- with (index .root.Values .service).nodeOptions }}
+- name: NODE_OPTIONS
+  value: {{ . | quote }}
+{{- end }}
 {{- range $name, $value := (index .root.Values .service).extraEnv }}
 - name: {{ $name }}
   value: {{ $value | quote }}

@@ -64,6 +64,8 @@ export interface StackOptions {
    * simulated key from the environment.
    */
   awsWebIdentityTokenFile?: string;
+  /** Node flags for every process of the stack, before its own (the soak's `--inspect=127.0.0.1:0`). */
+  nodeFlags?: string[];
 }
 
 /**
@@ -91,14 +93,45 @@ export interface Secrets {
 
 const loopback = '127.0.0.1';
 
+export type GatewayServiceName = 'auth' | 'policy' | 'quota' | 'router' | 'metering' | 'ingress';
+
 /**
- * Node flags of ingress, here and in its image. Ingress holds each large request body several times over
- * (read, checked, sent to policy, taken back, sent to the router) and V8 counts every such buffer against
- * the old generation's budget; with the budget sized from a heap of about 30 MB, a 4 MB body set off
- * three full collections whose pauses every other caller waited on. A floor of 128 MB under that budget
- * lets a collection take many bodies at once (see docs/performance.md, "Garbage collection in ingress").
+ * `NODE_OPTIONS` of each service, here, in its image and in the chart's default values (docs/performance.md,
+ * "What each process holds"). `--max-semi-space-size` caps V8's young generation (two semi-spaces, grown under
+ * allocation up to the cap each): large for the services that allocate per request on the hot path (ingress and
+ * the router), where a small one would promote request-lived objects to the old generation and cost scavenges;
+ * small for those that allocate little (auth answers only key-cache misses, policy only privacy modes other
+ * than off).
  */
-export const ingressNodeFlags = ['--initial-old-space-size=128'];
+export const serviceNodeOptions: Record<GatewayServiceName, string> = {
+  auth: '--max-semi-space-size=1',
+  policy: '--max-semi-space-size=2',
+  quota: '--max-semi-space-size=2',
+  router: '--max-semi-space-size=8',
+  metering: '--max-semi-space-size=4',
+  ingress: '--max-semi-space-size=16',
+};
+
+/**
+ * V8 flags of each service's command line, here and in its image (`NODE_OPTIONS` does not accept them; see
+ * docs/performance.md, "Garbage collection in ingress" and "What each process holds").
+ *
+ * Ingress: a floor under the old generation's budget. Ingress holds each large request body several times over
+ * (read, checked, sent to policy, taken back, sent to the router) and V8 counts every such buffer against that
+ * budget; with the budget sized from a heap of about 30 MB, a 4 MB body set off three full collections whose
+ * pauses every other caller waited on. A floor of 128 MB lets a collection take many bodies at once.
+ *
+ * Router: a budget of the live heap × 1.5 after each full collection, where V8 let it grow to up to four times
+ * (an old space of 25 MB live reached 80 MB between collections at load); its old space then stays near 32 MB.
+ */
+export const serviceNodeFlags: Record<GatewayServiceName, string[]> = {
+  auth: [],
+  policy: [],
+  quota: [],
+  router: ['--heap-growing-percent=50'],
+  metering: [],
+  ingress: ['--initial-old-space-size=128'],
+};
 
 /** Where the router finds each simulated pool. */
 function simUrlsOf(ports: Ports) {
@@ -163,7 +196,6 @@ function ingressSpec(
   return {
     name: 'ingress',
     script: 'services/ingress/dist/main.js',
-    nodeFlags: ingressNodeFlags,
     env: {
       ...base,
       HTTP_HOST: loopback,
@@ -203,7 +235,7 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
   const grpcHealth = (name: keyof Ports['grpc']) => ({ kind: 'grpc' as const, address: grpc(name), transport });
   const simUrls = simUrlsOf(ports);
   const providerCredentials = providerCredentialsOf(options, ports);
-  return [
+  const specs: ProcessSpec[] = [
     simUpstreamSpec(ports),
     {
       name: 'auth',
@@ -276,6 +308,13 @@ export function processSpecs(options: StackOptions): ProcessSpec[] {
     },
     ingressSpec(options, base, grpc),
   ];
+  const extra = options.nodeFlags ?? [];
+  const isService = (name: string): name is GatewayServiceName => Object.hasOwn(serviceNodeOptions, name);
+  return specs.map((spec) => ({
+    ...spec,
+    env: isService(spec.name) ? { NODE_OPTIONS: serviceNodeOptions[spec.name], ...spec.env } : spec.env,
+    nodeFlags: [...extra, ...(isService(spec.name) ? serviceNodeFlags[spec.name] : []), ...(spec.nodeFlags ?? [])],
+  }));
 }
 
 /** Starts PostgreSQL, Redis and Kafka (or reuses running ones) through infra.sh; returns their URLs. */

@@ -1,10 +1,9 @@
-import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { GoogleAuth } from 'google-auth-library';
+import type { GoogleAuth } from 'google-auth-library';
 
 /**
  * The credentials of the regional providers, one chain each for the whole process, made at first use
- * (a router without such pools never looks for them). Each chain caches what it gets and fetches anew
+ * (a router without such pools never looks for them, nor loads the AWS SDK's chain or Google's library). Each chain caches what it gets and fetches anew
  * before expiry: the AWS chain five minutes before (environment, web identity token file as on EKS,
  * container credentials, instance profile), Google's application default credentials five minutes
  * before (a key file, or the metadata server as under GKE workload identity).
@@ -17,16 +16,18 @@ export interface ProviderCredentials {
 const cloudPlatformScope = 'https://www.googleapis.com/auth/cloud-platform';
 
 export function createProviderCredentials(): ProviderCredentials {
-  let aws: AwsCredentialIdentityProvider | undefined;
-  let google: GoogleAuth | undefined;
+  let aws: Promise<AwsCredentialIdentityProvider> | undefined;
+  let google: Promise<GoogleAuth> | undefined;
   return {
-    aws: (options) => {
-      aws ??= fromNodeProviderChain();
-      return aws(options);
+    aws: async (options) => {
+      aws ??= import('@aws-sdk/credential-providers').then(({ fromNodeProviderChain }) => fromNodeProviderChain());
+      return (await aws)(options);
     },
     async googleAccessToken() {
-      google ??= new GoogleAuth({ scopes: [cloudPlatformScope] });
-      const token = await google.getAccessToken();
+      google ??= import('google-auth-library').then(
+        ({ GoogleAuth }) => new GoogleAuth({ scopes: [cloudPlatformScope] }),
+      );
+      const token = await (await google).getAccessToken();
       if (token === null || token === undefined || token === '') throw new Error('no Google access token');
       return token;
     },

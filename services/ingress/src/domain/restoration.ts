@@ -1,4 +1,5 @@
-import { createRestorer, restoreAll } from '@gw/pii';
+// The restorer alone: ingress never detects, so it does not load the detectors and their phone-number tables.
+import { createRestorer, restoreAll } from '@gw/pii/restore';
 /** Puts tokenised originals back into a completion; built by the PII library for one request. */
 export interface Restorer {
   /** Returns what can be released now, holding back only a suffix that may still become a placeholder. */
