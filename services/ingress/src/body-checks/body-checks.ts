@@ -2,6 +2,8 @@ import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import { LargeInputWork, refusalsOfStep } from '@gw/workers';
 import type { LargeInputWorkOptions } from '@gw/workers';
+import { topLevelLayout } from '@gw/json-layout';
+import type { TopLevelLayout } from '@gw/json-layout';
 import { estimateInputTokens } from '@gw/usage';
 import { parseCountTokensBody, parseMessagesBody } from '../domain/validation';
 
@@ -15,6 +17,19 @@ export interface BodySummary {
   stream: boolean;
   /** The gateway's estimate of the input tokens (@gw/usage): billed when the upstream reports none. */
   inputEstimate: number;
+  /** Where the body's top-level members are: sent beside it, so that the router edits it without parsing it. */
+  layout: TopLevelLayout | undefined;
+}
+
+/** Longest member name a layout carries; longer ones go nameless (the router edits no member so named). */
+export const maxLayoutKeyChars = 64;
+
+/** The body's layout (`topLevelLayout`), caller-supplied member names bounded before they cross a hop. */
+export function layoutOf(bytes: Uint8Array): TopLevelLayout | undefined {
+  const layout = topLevelLayout(bytes);
+  if (layout === undefined) return undefined;
+  for (const member of layout.members) if (member.key.length > maxLayoutKeyChars) member.key = '';
+  return layout;
 }
 
 /** The thread's task: the bytes are a copy of the caller's that moved to the thread. */
@@ -28,7 +43,7 @@ export function summariseBody({ kind, body: raw }: BodyCheckTask): Result<BodySu
   const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   if (kind === 'count_tokens') {
     const body = parseCountTokensBody(bytes);
-    return body.ok ? ok({ model: body.value.model, stream: false, inputEstimate: 0 }) : body;
+    return body.ok ? ok({ model: body.value.model, stream: false, inputEstimate: 0, layout: layoutOf(bytes) }) : body;
   }
   const body = parseMessagesBody(bytes);
   if (!body.ok) return body;
@@ -36,6 +51,7 @@ export function summariseBody({ kind, body: raw }: BodyCheckTask): Result<BodySu
     model: body.value.model,
     stream: body.value.stream === true,
     inputEstimate: estimateInputTokens(body.value as Record<string, unknown>),
+    layout: layoutOf(bytes),
   });
 }
 

@@ -215,6 +215,7 @@ export async function relay(
         model: admission.model,
         pools: admission.pools,
         body: admission.body,
+        layout: admission.layout,
         stream: streamed,
         headers: request.protocolHeaders,
         query: request.query,
