@@ -24,10 +24,17 @@ export interface BodySummary {
 /** Longest member name a layout carries; longer ones go nameless (the router edits no member so named). */
 export const maxLayoutKeyChars = 64;
 
+/**
+ * Most top-level members a layout is sent for. A Messages body has a dozen or two; a body of millions of tiny members
+ * would make a layout larger than the body, past the router's message limit, so it goes without one (the router
+ * then reads the body itself).
+ */
+export const maxLayoutMembers = 4096;
+
 /** The body's layout (`topLevelLayout`), caller-supplied member names bounded before they cross a hop. */
 export function layoutOf(bytes: Uint8Array): TopLevelLayout | undefined {
   const layout = topLevelLayout(bytes);
-  if (layout === undefined) return undefined;
+  if (layout === undefined || layout.members.length > maxLayoutMembers) return undefined;
   for (const member of layout.members) if (member.key.length > maxLayoutKeyChars) member.key = '';
   return layout;
 }

@@ -1,5 +1,11 @@
 import { join } from 'node:path';
-import { BodyChecks, layoutOf, maxLayoutKeyChars, summariseBody } from '../../src/body-checks/body-checks';
+import {
+  BodyChecks,
+  layoutOf,
+  maxLayoutKeyChars,
+  maxLayoutMembers,
+  summariseBody,
+} from '../../src/body-checks/body-checks';
 import type { BodyKind } from '../../src/body-checks/body-checks';
 
 /** The thread as tsc builds it (`pnpm exec tsc -b`): worker threads load JavaScript. */
@@ -87,5 +93,11 @@ describe('layoutOf', () => {
     expect(layout.members.map((member) => member.key)).toEqual(['model', '', 'messages']);
     const model = layout.members[0]!;
     expect(raw.subarray(model.valueStart, model.valueEnd).toString()).toBe('"m"');
+  });
+
+  it('sends no layout for a body of more top-level members than the bound: the router reads that one itself', () => {
+    const members = Array.from({ length: maxLayoutMembers + 1 }, (_, index) => `"m${index}":0`);
+    expect(layoutOf(Buffer.from(`{${members.join(',')}}`))).toBeUndefined();
+    expect(layoutOf(Buffer.from(`{${members.slice(1).join(',')}}`))?.members).toHaveLength(maxLayoutMembers);
   });
 });
