@@ -1,5 +1,6 @@
 import type { Context } from '@opentelemetry/api';
 import type { Jurisdiction } from '@gw/config';
+import type { TopLevelLayout } from '@gw/json-layout';
 import type { Result } from '@gw/errors';
 import type { KeyEnvironment } from '@gw/vocabulary';
 
@@ -40,6 +41,11 @@ export interface CompletionRequest {
   candidates: CandidatePool[];
   /** The Messages request body, JSON. */
   body: Uint8Array;
+  /**
+   * Where the body's top-level members are, as ingress found them when it checked the body: adapters that edit
+   * only the top level use it and the body is not parsed again. Absent when ingress sent none.
+   */
+  layout?: TopLevelLayout;
   stream: boolean;
   /** Request headers the upstream protocol cares about, names in lower case. */
   headers: Record<string, string>;
@@ -65,6 +71,16 @@ export type JsonObject = Record<string, unknown>;
 
 export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The body of a call whose layout fits it, parsed on first need (by an adapter that translates it): ingress parsed
+ * these very bytes as a JSON object before it found their layout, so a failure here is a bug, thrown.
+ */
+export function parseLaidOutBody(bytes: Uint8Array): JsonObject {
+  const body = parseJsonObject(bytes);
+  if (body === undefined) throw new Error('a body sent with its layout is not a JSON object');
+  return body;
 }
 
 /** The request body as a JSON object, or undefined when it is not one. */

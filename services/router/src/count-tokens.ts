@@ -3,6 +3,7 @@ import type { Result } from '@gw/errors';
 import { requestLogFields } from '@gw/telemetry';
 import type { CompletionRequest, JsonObject } from './completion';
 import { parseJsonObject } from './completion';
+import { bodyForAdapters } from './live-completion';
 import { estimateInputTokens } from '@gw/usage';
 import { readSmallBody, sendWithFailover } from './failover';
 import type { FailoverDeps } from './failover';
@@ -43,8 +44,8 @@ export async function countTokensLive(
   signal: AbortSignal,
   deps: FailoverDeps,
 ): Promise<Result<TokenCount>> {
-  const body = parseJsonObject(request.body);
-  if (body === undefined) return err(invalidBody());
+  const caller = bodyForAdapters(request);
+  if (caller === undefined) return err(invalidBody());
   const outcome = await sendWithFailover(request, signal, deps, {
     name: 'count_tokens',
     generating: false,
@@ -55,8 +56,11 @@ export async function countTokensLive(
         request: (target) =>
           counting.buildRequest({
             ...target,
-            body,
-            rawBody: request.body,
+            get body() {
+              return caller.body;
+            },
+            rawBody: caller.rawBody,
+            layout: caller.layout,
             headers: request.headers,
             query: request.query,
             requestId: request.requestId,
@@ -76,7 +80,7 @@ export async function countTokensLive(
         { ...requestLogFields(request), pool_id: outcome.pool.id, adapter: outcome.pool.adapter },
         'pool adapter cannot count tokens: answering the estimate',
       );
-      return ok(estimatedCount(body));
+      return ok(estimatedCount(caller.body));
     case 'answered': {
       const read = await readSmallBody(outcome.response.body);
       if (read.failure !== undefined) {

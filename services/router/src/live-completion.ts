@@ -1,11 +1,32 @@
 import { err, gatewayError, internalErrorMessage, ok } from '@gw/errors';
-import type { CompletionRequest, CompletionStream } from './completion';
-import { parseJsonObject } from './completion';
+import type { CompletionRequest, CompletionStream, JsonObject } from './completion';
+import { parseJsonObject, parseLaidOutBody } from './completion';
+import { fittingLayout } from './adapters/raw-body';
 import { sendWithFailover } from './failover';
 import type { FailoverDeps } from './failover';
 import type { UpstreamBody } from './upstream-http';
 
 export type LiveCompletionDeps = FailoverDeps;
+
+/**
+ * The caller's body as the adapters read it: its bytes, the layout ingress sent when it fits them, and the parsed
+ * object, parsed at once without a layout (as the check of a JSON object) or else only when an adapter that
+ * translates the body reads it. Undefined when the body is not a JSON object.
+ */
+export function bodyForAdapters(
+  request: Pick<CompletionRequest, 'body' | 'layout'>,
+): { readonly body: JsonObject; rawBody: Uint8Array; layout: CompletionRequest['layout'] } | undefined {
+  const layout = fittingLayout(request.body, request.layout);
+  let parsed = layout ? undefined : parseJsonObject(request.body);
+  if (layout === undefined && parsed === undefined) return undefined;
+  return {
+    get body() {
+      return (parsed ??= parseLaidOutBody(request.body));
+    },
+    rawBody: request.body,
+    layout,
+  };
+}
 
 /**
  * A live completion: the candidate pools in order, within each the balancer's choice of endpoint
@@ -17,8 +38,8 @@ export async function* completeLive(
   signal: AbortSignal,
   deps: LiveCompletionDeps,
 ): CompletionStream {
-  const body = parseJsonObject(request.body);
-  if (body === undefined) {
+  const caller = bodyForAdapters(request);
+  if (caller === undefined) {
     yield err(gatewayError('invalid_request_error', 'The request body must be a JSON object.'));
     return;
   }
@@ -26,12 +47,21 @@ export async function* completeLive(
     name: 'messages',
     generating: !request.stream,
     callFor: (adapter) => ({
-      check: () => adapter.checkRequest?.({ body, stream: request.stream }) ?? ok(undefined),
+      check: () =>
+        adapter.checkRequest?.({
+          get body() {
+            return caller.body;
+          },
+          stream: request.stream,
+        }) ?? ok(undefined),
       request: (target) =>
         adapter.buildRequest({
           ...target,
-          body,
-          rawBody: request.body,
+          get body() {
+            return caller.body;
+          },
+          rawBody: caller.rawBody,
+          layout: caller.layout,
           stream: request.stream,
           headers: request.headers,
           query: request.query,
@@ -39,7 +69,13 @@ export async function* completeLive(
         }),
       accepts: (contentType) => adapter.acceptsContentType(contentType, request.stream),
       relay: (upstreamBody: UpstreamBody) =>
-        adapter.relay(upstreamBody, { stream: request.stream, model: request.model, body }),
+        adapter.relay(upstreamBody, {
+          stream: request.stream,
+          model: request.model,
+          get body() {
+            return caller.body;
+          },
+        }),
       droppedBetas: adapter.droppedBetas?.(request.headers) ?? [],
     }),
   });

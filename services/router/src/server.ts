@@ -22,6 +22,7 @@ interface RoutedCall {
   bodyJson: Uint8Array;
   headers: Record<string, string>;
   query: string;
+  bodyLayout?: routerv1.BodyLayout;
 }
 
 /** The domain's view of a call; a call without a key environment is a caller's bug. */
@@ -37,6 +38,7 @@ function decodeRoutedCall(request: RoutedCall, context: CallContext): Result<Cou
     model: request.model,
     candidates: request.pools.map((pool) => ({ poolId: pool.poolId, upstreamModel: pool.upstreamModel })),
     body: request.bodyJson,
+    layout: request.bodyLayout,
     headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), value])),
     query: request.query,
   });

@@ -1,6 +1,7 @@
 import { ok } from '@gw/errors';
 import type { Result } from '@gw/errors';
 import type { policyv1, routerv1 } from '@gw/proto';
+import type { TopLevelLayout } from '@gw/json-layout';
 import type { UsageCounts } from '@gw/usage';
 import type { VerifiedKey } from '../domain/key';
 import { callScope } from '../domain/request-scope';
@@ -17,6 +18,8 @@ export interface UpstreamRequest {
   pools: policyv1.CandidatePool[];
   /** The body to send: the caller's, or the one the privacy mode produced. */
   body: Uint8Array;
+  /** Where the body's top-level members are, when ingress knows: the router edits them without parsing the body. */
+  layout?: TopLevelLayout;
   /** Upstream protocol headers (anthropic-version, anthropic-beta) and the query string, passed on. */
   headers: Record<string, string>;
   query: string;
@@ -107,6 +110,7 @@ const requestOf = (request: UpstreamRequest, scope: RequestScope) => ({
   model: request.model,
   pools: request.pools,
   bodyJson: request.body,
+  bodyLayout: request.layout,
   headers: request.headers,
   query: request.query,
 });

@@ -1,6 +1,7 @@
 import { err, gatewayError, ok } from '@gw/errors';
 import type { RateLimitWindow, Result } from '@gw/errors';
 import { commonv1 } from '@gw/proto';
+import type { TopLevelLayout } from '@gw/json-layout';
 import type { BodyKind } from '../body-checks/body-checks';
 import type { AccountLimits } from '../domain/limits';
 import type { Authorization } from '../domain/authorization';
@@ -25,6 +26,8 @@ export interface Admission {
   maxTokens: number;
   /** The body to send upstream: the caller's, or the one the privacy mode produced. */
   body: Uint8Array;
+  /** Where `body`'s top-level members are; undefined when the privacy mode produced the body. */
+  layout: TopLevelLayout | undefined;
   pools: Authorization['pools'];
   /** The concurrency lease the request holds, and how long quota keeps it after each renewal. */
   lease: LeaseRef;
@@ -89,6 +92,7 @@ export async function admit(
     inputEstimate: body.value.inputEstimate,
     maxTokens: body.value.maxTokens,
     body: decision.body ?? raw.value,
+    layout: decision.body === undefined ? body.value.layout : undefined,
     pools: decision.pools,
     lease: reservation?.lease ?? {
       accountId: key.accountId,

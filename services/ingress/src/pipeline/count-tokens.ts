@@ -56,6 +56,7 @@ export async function handleCountTokens(
         model: admission.model,
         pools: admission.pools,
         body: admission.body,
+        layout: admission.layout,
         headers: request.protocolHeaders,
         query: request.query,
       },

@@ -1,4 +1,4 @@
-import type { GatewayError } from '@gw/errors';
+import type { GatewayError, Result } from '@gw/errors';
 import { boundedUsage } from '@gw/usage';
 import type { UsageCounts as TokenCounts } from '@gw/usage';
 import type { UpstreamEvent } from '../clients/router';
@@ -165,24 +165,48 @@ function write(sink: ResponseSink, output: RelayOutput): void {
 /** Milliseconds a timer can wait; a key expiring later than that cannot end a request in flight. */
 const longestTimerMs = 2 ** 31 - 1;
 
-/** Aborted when the key stops working: a revocation, or its `expires_at` passing while the request runs. */
-function keyStopSignal(keyRevoked: AbortSignal, expiresAtUnixMs: number | undefined) {
-  const keyStopped = new AbortController();
-  const stopOnRevocation = () => keyStopped.abort(keyRevoked.reason);
+/**
+ * Ends the router call when the client goes away or the key stops working (a revocation, or its `expires_at`
+ * passing while the request runs); `keyStop` tells which key stop it was. One controller for both, not a signal
+ * per cause joined by `AbortSignal.any`: each costs an EventTarget, on every request.
+ */
+function callStopSignal(clientGone: AbortSignal, keyRevoked: AbortSignal, expiresAtUnixMs: number | undefined) {
+  const stopped = new AbortController();
+  let keyStop: GatewayError | undefined;
+  const stopForKey = (reason: GatewayError) => {
+    keyStop ??= reason;
+    stopped.abort(reason);
+  };
+  const stopOnRevocation = () => stopForKey(keyRevoked.reason as GatewayError);
+  const stopOnClientGone = () => stopped.abort(clientGone.reason);
   keyRevoked.addEventListener('abort', stopOnRevocation, { once: true });
+  clientGone.addEventListener('abort', stopOnClientGone, { once: true });
   if (keyRevoked.aborted) stopOnRevocation();
+  if (clientGone.aborted) stopOnClientGone();
   const untilExpiry = expiresAtUnixMs === undefined ? undefined : expiresAtUnixMs - Date.now();
   const expiry =
     untilExpiry !== undefined && untilExpiry <= longestTimerMs
-      ? setTimeout(() => keyStopped.abort(expiredError()), Math.max(0, untilExpiry))
+      ? setTimeout(() => stopForKey(expiredError()), Math.max(0, untilExpiry))
       : undefined;
   return {
-    signal: keyStopped.signal,
+    signal: stopped.signal,
+    keyStop: () => keyStop,
     dispose: () => {
       clearTimeout(expiry);
       keyRevoked.removeEventListener('abort', stopOnRevocation);
+      clientGone.removeEventListener('abort', stopOnClientGone);
     },
   };
+}
+
+/**
+ * The router's events after `finished`, read without waiting: `finished` is the call's last event, and what
+ * follows it is the call's end (its status), which comes after the router's own bookkeeping of the call.
+ * Read to the end rather than dropped, so that the call ends as it would have, not cancelled.
+ */
+function drainAfterFinished(events: AsyncIterator<unknown>): void {
+  const next = (): Promise<void> => events.next().then((item) => (item.done ? undefined : next()));
+  next().catch(() => undefined);
 }
 
 /** Where the relay keeps its state, so that settling reads it whatever ended the relay. */
@@ -204,25 +228,30 @@ export async function relay(
   keyRevoked: AbortSignal,
   ref: RelayStateRef,
 ): Promise<void> {
-  const keyStop = keyStopSignal(keyRevoked, admission.key.expiresAtUnixMs);
+  const callStop = callStopSignal(request.signal, keyRevoked, admission.key.expiresAtUnixMs);
   const { restoration, streamed } = admission;
   const streamRestoration = restoration && new StreamRestoration(restoration);
   ref.current = { ...ref.current, relayStartedAt: performance.now() };
+  let events: AsyncIterator<Result<UpstreamEvent>> | undefined;
+  let drained = false;
   try {
-    const events = deps.router.complete(
+    const call = deps.router.complete(
       {
         key: admission.key,
         model: admission.model,
         pools: admission.pools,
         body: admission.body,
+        layout: admission.layout,
         stream: streamed,
         headers: request.protocolHeaders,
         query: request.query,
       },
       request,
-      { signal: AbortSignal.any([request.signal, keyStop.signal]), timeoutMs: deps.completionTimeoutMs },
+      { signal: callStop.signal, timeoutMs: deps.completionTimeoutMs },
     );
-    for await (const item of events) {
+    events = call[Symbol.asyncIterator]();
+    for (let next = await events.next(); !next.done; next = await events.next()) {
+      const item = next.value;
       ref.current.firstEventAt ??= performance.now();
       if (!item.ok) {
         ref.current = { ...ref.current, failure: item.error };
@@ -236,9 +265,18 @@ export async function relay(
           ref.current = deltaWritten(ref.current, Date.now());
         }
       }
+      if (item.value.kind === 'finished') {
+        // The answer is whole: settling need not wait for the call's end.
+        drainAfterFinished(events);
+        drained = true;
+        break;
+      }
     }
   } finally {
-    keyStop.dispose();
-    if (keyStop.signal.aborted) ref.current = { ...ref.current, keyStop: keyStop.signal.reason as GatewayError };
+    // Stopped early (a failure, an exception): the call ends here, as leaving a `for await` would end it.
+    if (!drained) await events?.return?.();
+    callStop.dispose();
+    const keyStop = callStop.keyStop();
+    if (keyStop) ref.current = { ...ref.current, keyStop };
   }
 }

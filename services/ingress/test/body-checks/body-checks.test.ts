@@ -1,5 +1,11 @@
 import { join } from 'node:path';
-import { BodyChecks, summariseBody } from '../../src/body-checks/body-checks';
+import {
+  BodyChecks,
+  layoutOf,
+  maxLayoutKeyChars,
+  maxLayoutMembers,
+  summariseBody,
+} from '../../src/body-checks/body-checks';
 import type { BodyKind } from '../../src/body-checks/body-checks';
 
 /** The thread as tsc builds it (`pnpm exec tsc -b`): worker threads load JavaScript. */
@@ -51,14 +57,49 @@ describe('BodyChecks', () => {
     expect(Buffer.from(body).toString('base64')).toBe(before);
   });
 
-  it('says what a valid body asks for: the model, whether it streams, and its max_tokens', async () => {
+  it('says what a valid body asks for: the model, whether it streams, its max_tokens, where its top-level members are', async () => {
     expect(await checks.check('messages', cases[0]![2], 'account-a')).toEqual({
       ok: true,
-      value: { model: 'claude-sonnet-5', stream: true, inputEstimate: expect.any(Number), maxTokens: 5 },
+      value: {
+        model: 'claude-sonnet-5',
+        stream: true,
+        inputEstimate: expect.any(Number),
+        maxTokens: 5,
+        layout: {
+          members: expect.arrayContaining([expect.objectContaining({ key: 'model' })]),
+          close: expect.any(Number),
+        },
+      },
     });
     expect(await checks.check('count_tokens', cases[1]![2], 'account-a')).toEqual({
       ok: true,
-      value: { model: 'claude-haiku-5', stream: false, inputEstimate: 0, maxTokens: 0 },
+      value: {
+        model: 'claude-haiku-5',
+        stream: false,
+        inputEstimate: 0,
+        maxTokens: 0,
+        layout: {
+          members: expect.arrayContaining([expect.objectContaining({ key: 'model' })]),
+          close: expect.any(Number),
+        },
+      },
     });
+  });
+});
+
+describe('layoutOf', () => {
+  it('names the body’s top-level members by their offsets, a name past the bound left empty', () => {
+    const long = 'k'.repeat(maxLayoutKeyChars + 1);
+    const raw = Buffer.from(`{"model":"m","${long}":1,"messages":[]}`);
+    const layout = layoutOf(raw)!;
+    expect(layout.members.map((member) => member.key)).toEqual(['model', '', 'messages']);
+    const model = layout.members[0]!;
+    expect(raw.subarray(model.valueStart, model.valueEnd).toString()).toBe('"m"');
+  });
+
+  it('sends no layout for a body of more top-level members than the bound: the router reads that one itself', () => {
+    const members = Array.from({ length: maxLayoutMembers + 1 }, (_, index) => `"m${index}":0`);
+    expect(layoutOf(Buffer.from(`{${members.join(',')}}`))).toBeUndefined();
+    expect(layoutOf(Buffer.from(`{${members.slice(1).join(',')}}`))?.members).toHaveLength(maxLayoutMembers);
   });
 });

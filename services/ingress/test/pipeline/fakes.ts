@@ -53,6 +53,8 @@ export interface RouterScript {
   hang?: boolean;
   /** The upstream's time before each event (none: all at once). */
   paceMs?: number;
+  /** After the events, the call's end waits for this (the router's bookkeeping before its status). */
+  release?: Promise<void>;
 }
 
 export const sse = (event: string, data: unknown): RouterEvent => ({
@@ -156,7 +158,13 @@ export interface Fakes {
   provisional: UsageEventInit[];
   /** Order of release and usage against client writes. */
   timeline: string[];
-  router: { requests: routerv1.CompleteRequest[]; timeoutsMs: (number | undefined)[] };
+  router: {
+    requests: routerv1.CompleteRequest[];
+    timeoutsMs: (number | undefined)[];
+    signals: (AbortSignal | undefined)[];
+    /** Set when the call's events were read to their end (or the call was ended by the reader). */
+    ended: boolean[];
+  };
   failures: unknown[];
   /** Replies the typed clients could not decode: `callee: field`. */
   malformed: string[];
@@ -216,18 +224,25 @@ function fakeRouter(script: RouterScript, router: Fakes['router']): RawRouter {
     complete: (request, callOptions) => {
       router.requests.push(create(routerv1.CompleteRequestSchema, request));
       router.timeoutsMs.push(callOptions?.timeoutMs);
+      router.signals.push(callOptions?.signal);
+      const call = router.ended.push(false) - 1;
       return (async function* () {
-        for (const event of script.events) {
-          if (script.paceMs !== undefined) await pace(script.paceMs);
-          yield ok(create(routerv1.CompleteResponseSchema, event));
+        try {
+          for (const event of script.events) {
+            if (script.paceMs !== undefined) await pace(script.paceMs);
+            yield ok(create(routerv1.CompleteResponseSchema, event));
+          }
+          if (script.hang && callOptions?.signal) {
+            const signal = callOptions.signal;
+            await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+            yield err({ type: 'api_error', message: 'cancelled' } as GatewayError);
+            return;
+          }
+          if (script.release) await script.release;
+          if (script.failWith) yield err(script.failWith);
+        } finally {
+          router.ended[call] = true;
         }
-        if (script.hang && callOptions?.signal) {
-          const signal = callOptions.signal;
-          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-          yield err({ type: 'api_error', message: 'cancelled' } as GatewayError);
-          return;
-        }
-        if (script.failWith) yield err(script.failWith);
       })();
     },
     countTokens: async () => ok(create(routerv1.CountTokensResponseSchema, { inputTokens: 42n })),
@@ -263,7 +278,12 @@ export function fakes(options: FakeOptions = {}): Fakes {
   const failures: unknown[] = [];
   const malformed: string[] = [];
   const noteMalformed = (callee: string, field: string) => malformed.push(`${callee}: ${field}`);
-  const router = { requests: [] as routerv1.CompleteRequest[], timeoutsMs: [] as (number | undefined)[] };
+  const router = {
+    requests: [] as routerv1.CompleteRequest[],
+    timeoutsMs: [] as (number | undefined)[],
+    signals: [] as (AbortSignal | undefined)[],
+    ended: [] as boolean[],
+  };
   const rawRouter = fakeRouter(options.router ?? { events: streamedAnswer(3) }, router);
   const quota = quotaClient(fakeQuota(options, quotaCalls), noteMalformed);
   const log: RequestLog = { request: () => undefined, failure: (error) => failures.push(error) };

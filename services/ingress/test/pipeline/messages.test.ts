@@ -445,6 +445,27 @@ describe('handleMessages: relay and settle', () => {
     expect(sink.written.slice(-2)).toEqual(['error', 'end']);
   });
 
+  it('settles at the router’s finished without waiting for the call’s end, which is still read, not cancelled', async () => {
+    let endCall = () => {};
+    const release = new Promise<void>((resolve) => (endCall = resolve));
+    const { sink, usage, router } = await run({ router: { events: streamedAnswer(3), release } });
+    // The answer went out while the call had not ended yet.
+    expect(sink.written.slice(-2)).toEqual(['message_stop', 'end']);
+    expect(usage[0]).toMatchObject({ outcome: eventsv1.Outcome.SUCCESS, outputTokens: 3n });
+    expect(router.ended).toEqual([false]);
+    expect(router.signals[0]!.aborted).toBe(false);
+    endCall();
+    await waitUntil(() => router.ended[0], { what: 'the call read to its end', timeoutMs: 2_000 });
+    expect(router.signals[0]!.aborted).toBe(false);
+  });
+
+  it('ends the call when the relay stops before finished, as leaving the events early does', async () => {
+    const sink = new FakeSink();
+    sink.throwOnWrite = 3;
+    const { router } = await run({ sink, router: { events: streamedAnswer(5), hang: true } });
+    expect(router.ended).toEqual([true]);
+  });
+
   it('gives the router stream its deadline: no completion lives for ever', async () => {
     const { router } = await run();
     expect(router.timeoutsMs).toEqual([60_000]);

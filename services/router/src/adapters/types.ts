@@ -1,4 +1,5 @@
 import type { Result } from '@gw/errors';
+import type { TopLevelLayout } from '@gw/json-layout';
 import type { CompletionStream, JsonObject } from '../completion';
 import type { UpstreamBody, UpstreamHttpRequest } from '../upstream-http';
 
@@ -7,13 +8,18 @@ export interface AdapterCall {
   /** The endpoint's base URL, without a trailing slash. */
   endpointUrl: string;
   upstreamModel: string;
-  /** The caller's Messages request body, parsed: for adapters that translate it. */
+  /**
+   * The caller's Messages request body, parsed: for adapters that translate it. The router parses it on first
+   * read when ingress sent the body's layout, so an adapter that edits only the top level never pays for it.
+   */
   body: JsonObject;
   /**
    * The same body's bytes as received: adapters that edit only its top level copy the rest unchanged.
    * The router always sets it; absent (adapter tests), the parsed body is written out.
    */
   rawBody?: Uint8Array;
+  /** Where `rawBody`'s top-level members are (ingress found them); absent, the edits find them. */
+  layout?: TopLevelLayout;
   stream: boolean;
   /** The caller's headers the protocol cares about, names in lower case. */
   headers: Record<string, string>;

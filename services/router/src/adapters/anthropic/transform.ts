@@ -3,7 +3,7 @@ import type { GatewayError, Result } from '@gw/errors';
 import { isJsonObject, noUsage } from '../../completion';
 import type { TokenUsage } from '../../completion';
 import { errorOfUpstreamEvent, malformedUpstreamMessage } from '../../upstream-errors';
-import { editTopLevel, topLevelValue } from '../../raw-json';
+import { editTopLevel, topLevelLayout, topLevelValue } from '@gw/json-layout';
 import type { UpstreamHttpRequest } from '../../upstream-http';
 import type { AdapterCall, CountTokensCall, UpstreamErrorBody } from '../types';
 import type { AnthropicAdapterConfig } from './config';
@@ -36,13 +36,16 @@ function upstreamHeaders(
  * relay reads what it expects), every other byte as the caller sent it.
  */
 function upstreamBody(call: CountTokensCall, stream?: boolean): Buffer {
+  // Ingress has checked the body as one JSON object and found its layout; failing that (or without the bytes, in
+  // adapter tests), the parsed copy is the next best thing.
+  const raw = call.rawBody;
+  const layout = raw && (call.layout ?? topLevelLayout(raw));
   const members: Record<string, unknown> = { model: call.upstreamModel };
-  if (stream !== undefined && (stream || 'stream' in call.body)) members.stream = stream;
+  const hasStream = layout ? layout.members.some((member) => member.key === 'stream') : 'stream' in call.body;
+  if (stream !== undefined && (stream || hasStream)) members.stream = stream;
   const set = Object.fromEntries(Object.entries(members).map(([key, value]) => [key, JSON.stringify(value)]));
-  // Ingress has parsed the body as one JSON object; failing that (or without the bytes, in adapter tests), the
-  // parsed copy is the next best thing.
-  const edited = call.rawBody && editTopLevel(call.rawBody, { set });
-  return edited ?? Buffer.from(JSON.stringify({ ...call.body, ...members }));
+  const edited = raw && layout && editTopLevel(raw, { set }, layout);
+  return edited || Buffer.from(JSON.stringify({ ...call.body, ...members }));
 }
 
 /** `?beta=true` and the like: the caller's query as it came, for the upstream to judge. */

@@ -1,4 +1,4 @@
-import { editTopLevel, topLevelValue } from '../src/raw-json';
+import { editTopLevel, topLevelValue } from '../src';
 
 const edit = (raw: string, change: Parameters<typeof editTopLevel>[1]) =>
   editTopLevel(Buffer.from(raw), change)?.toString();
