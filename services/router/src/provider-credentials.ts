@@ -1,9 +1,10 @@
+import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { GoogleAuth } from 'google-auth-library';
 
 /**
  * The credentials of the regional providers, one chain each for the whole process, made at first use
- * (a router without such pools never looks for them, nor loads the AWS SDK's chain or Google's library). Each chain caches what it gets and fetches anew
+ * (a router without such pools never looks for them, nor loads Google's library). Each chain caches what it gets and fetches anew
  * before expiry: the AWS chain five minutes before (environment, web identity token file as on EKS,
  * container credentials, instance profile), Google's application default credentials five minutes
  * before (a key file, or the metadata server as under GKE workload identity).
@@ -16,12 +17,14 @@ export interface ProviderCredentials {
 const cloudPlatformScope = 'https://www.googleapis.com/auth/cloud-platform';
 
 export function createProviderCredentials(): ProviderCredentials {
-  let aws: Promise<AwsCredentialIdentityProvider> | undefined;
+  let aws: AwsCredentialIdentityProvider | undefined;
   let google: Promise<GoogleAuth> | undefined;
   return {
-    aws: async (options) => {
-      aws ??= import('@aws-sdk/credential-providers').then(({ fromNodeProviderChain }) => fromNodeProviderChain());
-      return (await aws)(options);
+    // Required with the process, not imported at first use: an import() from this CommonJS build loads the
+    // SDK's ES module build, a second copy of the AWS SDK whose web-identity credentials were not renewed.
+    aws: (options) => {
+      aws ??= fromNodeProviderChain();
+      return aws(options);
     },
     async googleAccessToken() {
       google ??= import('google-auth-library').then(
