@@ -108,6 +108,24 @@ const clientsOf = (address: string, defaultTimeoutMs = 5_000) => ({
 
 const utf8Bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 
+/** Quota's Calls stream opened by hand (no multiplexed client), with every reply it receives. */
+function openCallsStream(port: number) {
+  const definition = grpcServiceDefinition(quotav1.QuotaService)['calls']!;
+  const raw = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+  const stream = raw.makeBidiStreamRequest(
+    definition.path,
+    definition.requestSerialize,
+    definition.responseDeserialize,
+    new Metadata(),
+  ) as ClientDuplexStream<commonv1.MultiplexedCall, commonv1.MultiplexedReply>;
+  const replies: commonv1.MultiplexedReply[] = [];
+  stream.on('data', (reply: commonv1.MultiplexedReply) => replies.push(reply));
+  return { raw, stream, replies };
+}
+
+const acquire = (requestId: string) =>
+  toBinary(quotav1.AcquireRequestSchema, create(quotav1.AcquireRequestSchema, { requestId }));
+
 describe('unary calls multiplexed over one stream', () => {
   const quota = new FakeQuota();
   const finished: FinishedCall[] = [];
@@ -201,18 +219,7 @@ describe('unary calls multiplexed over one stream', () => {
   });
 
   it('fails an unknown method or an undecodable request for that call only; the stream goes on', async () => {
-    const definition = grpcServiceDefinition(quotav1.QuotaService)['calls']!;
-    const raw = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
-    const stream = raw.makeBidiStreamRequest(
-      definition.path,
-      definition.requestSerialize,
-      definition.responseDeserialize,
-      new Metadata(),
-    ) as ClientDuplexStream<commonv1.MultiplexedCall, commonv1.MultiplexedReply>;
-    const replies: commonv1.MultiplexedReply[] = [];
-    stream.on('data', (reply: commonv1.MultiplexedReply) => replies.push(reply));
-    const acquire = (requestId: string) =>
-      toBinary(quotav1.AcquireRequestSchema, create(quotav1.AcquireRequestSchema, { requestId }));
+    const { raw, stream, replies } = openCallsStream(server.port);
     stream.write(create(commonv1.MultiplexedCallSchema, { callId: 1n, method: 'Nope', request: acquire('x') }));
     stream.write(
       create(commonv1.MultiplexedCallSchema, { callId: 2n, method: 'Acquire', request: Uint8Array.of(0xff) }),
@@ -298,18 +305,7 @@ describe('a multiplexed stream that ends', () => {
   it('draining, refuses a refusable call and leaves a call of an older caller unanswered, then ends cleanly', async () => {
     const quota = new FakeQuota();
     const server = await startQuota(quota);
-    const definition = grpcServiceDefinition(quotav1.QuotaService)['calls']!;
-    const raw = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
-    const stream = raw.makeBidiStreamRequest(
-      definition.path,
-      definition.requestSerialize,
-      definition.responseDeserialize,
-      new Metadata(),
-    ) as ClientDuplexStream<commonv1.MultiplexedCall, commonv1.MultiplexedReply>;
-    const replies: commonv1.MultiplexedReply[] = [];
-    stream.on('data', (reply: commonv1.MultiplexedReply) => replies.push(reply));
-    const acquire = (requestId: string) =>
-      toBinary(quotav1.AcquireRequestSchema, create(quotav1.AcquireRequestSchema, { requestId }));
+    const { raw, stream, replies } = openCallsStream(server.port);
     stream.write(create(commonv1.MultiplexedCallSchema, { callId: 1n, method: 'Acquire', request: acquire('held') }));
     await waitUntil(() => quota.heldCount() === 1, { what: 'the held call to reach the handler' });
     const shutdown = server.shutdown(30_000);
