@@ -214,7 +214,10 @@ describe('dashboard', () => {
   it("signs in with the operator token; a refused account shows the API's message beside its field", async () => {
     await signIn(page, h.adminToken);
     expect(await textOf(page, '[data-testid=principal]')).toContain('Operator');
-    const accountCount = async () => (await admin<{ data: unknown[] }>(h, 'GET', '/accounts')).body.data.length;
+    // Accounts named as this test's: the stack holds other suites' accounts, more than one page of them.
+    const accountCount = async () =>
+      (await admin<{ data: unknown[] }>(h, 'GET', `/accounts?limit=200&q=${encodeURIComponent(accountName)}`)).body.data
+        .length;
     const before = await accountCount();
 
     await page.locator('input[name=account-name]').fill('n'.repeat(201));
