@@ -16,7 +16,7 @@ import { StreamingClientCall, UnaryClientCall } from './multiplexed-calls';
 import type { CallLine, CallPlacer, CallRequest, ClientCall } from './multiplexed-calls';
 import { wellFormedRequestId } from './request-id';
 import { channelCredentials } from './transport';
-import type { CallOptions, ServerStreamCall, UnaryCall } from './types';
+import type { CallOptions, ServiceClient } from './types';
 
 export interface MultiplexedStreams {
   /** Streams kept to each address of the service (calls go to the least loaded of them all). */
@@ -53,28 +53,8 @@ export interface MultiplexedClientOptions extends ClientOptions {
 /** How long calls go to the fallback after a service answered that it has no `Calls` stream. */
 const streamMissingMs = 30_000;
 
-type MethodsOfKind<M extends GenServiceMethods, Kind extends string> = {
-  [K in keyof M]: M[K]['methodKind'] extends Kind ? K : never;
-}[keyof M];
-
 /** The unary and server-streaming methods of a service, called over its multiplexed streams. */
-export type MultiplexedClient<M extends GenServiceMethods> = {
-  [K in MethodsOfKind<M, 'unary'>]: M[K] extends { input: infer I; output: infer O }
-    ? I extends DescMessage
-      ? O extends DescMessage
-        ? UnaryCall<I, O>
-        : never
-      : never
-    : never;
-} & {
-  [K in MethodsOfKind<M, 'server_streaming'>]: M[K] extends { input: infer I; output: infer O }
-    ? I extends DescMessage
-      ? O extends DescMessage
-        ? ServerStreamCall<I, O>
-        : never
-      : never
-    : never;
-} & {
+export type MultiplexedClient<M extends GenServiceMethods> = ServiceClient<M> & {
   /** Closes the caller's side of every stream (the service still answers what it holds), then the channels. */
   close(): void;
   /** Calls in flight on each open stream, by address: for tests and metrics. */
