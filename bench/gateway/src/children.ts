@@ -103,3 +103,22 @@ export async function startMockUpstreamProcess(
   );
   return { pid: helper.pid, urls: (ready as { urls: string[] }).urls, stop: () => helper.stop() };
 }
+
+export interface BareForwarderProcess {
+  pid: number;
+  /** http://127.0.0.1:port, no trailing slash. */
+  baseUrl: string;
+  /** The header that sends a request on to the upstream at upstreamUrl. */
+  headersFor(upstreamUrl: string): Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export async function startBareForwarderProcess(port: number): Promise<BareForwarderProcess> {
+  const { helper } = await HelperProcess.start('the bare forwarder', 'bare-forwarder-main.js', [String(port)]);
+  return {
+    pid: helper.pid,
+    baseUrl: `http://127.0.0.1:${port}`,
+    headersFor: (upstreamUrl) => ({ 'x-forward-to': upstreamUrl }),
+    stop: () => helper.stop(),
+  };
+}

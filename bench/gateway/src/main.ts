@@ -4,7 +4,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runOrExit } from '@gw/config';
 import { repoRoot } from '@gw/local-stack';
-import { startLoadGenerator, startMockUpstreamProcess } from './children';
+import { startBareForwarderProcess, startLoadGenerator, startMockUpstreamProcess } from './children';
 import type { LoadGenerator } from './children';
 import { Cleanup } from './cleanup';
 import { summariseProfiles } from './cpu-profile';
@@ -18,7 +18,7 @@ import { readSettings } from './settings';
 import type { Settings } from './settings';
 import { fixed, formatTable, megabytes, mergeResults, percentile } from './stats';
 import { jobFor } from './jobs';
-import { comparePeer } from './peer-comparison';
+import { comparePeer, floorName } from './peer-comparison';
 import type { Route, Side } from './peer-comparison';
 import { peerPackage, peerVersion, startPeerGateway } from './peer-gateway';
 import type { Target } from './jobs';
@@ -248,7 +248,8 @@ class Run {
   }
 
   /**
-   * Starts the peer gateway, measures direct, the peer and this gateway side by side, stops the peer.
+   * Starts the peer gateway and the bare forwarder, measures direct, the forwarder, the peer and this
+   * gateway side by side, stops the two.
    * True when requests direct or through this gateway failed at concurrency 1 (the peer's failures are findings).
    */
   private async comparePeer(
@@ -260,11 +261,15 @@ class Run {
       join(this.stack.logsDir, `${peerPackage.replace('/', '_')}.log`),
     );
     this.cleanup.add(`stop ${peerPackage}`, () => peer.stop());
+    const forwarder = await startBareForwarderProcess(this.settings.BENCH_PORT_BASE + 37);
+    this.cleanup.add('stop the bare forwarder', () => forwarder.stop());
     const peerName = `Portkey ${peerVersion()}`;
     print();
     print(`${peerName} (${peerPackage}) up on ${peer.baseUrl}, pid ${peer.pid}`);
+    print(`the ${floorName} up on ${forwarder.baseUrl}, pid ${forwarder.pid}`);
     const routesTo = (upstreamUrl: string, model: string): Record<Side, Route> => ({
       direct: { url: `${upstreamUrl}/v1/messages`, headers: {}, model },
+      floor: { url: `${forwarder.baseUrl}/v1/messages`, headers: forwarder.headersFor(upstreamUrl), model },
       peer: { url: `${peer.baseUrl}/v1/messages`, headers: peer.headersFor(upstreamUrl), model },
       gateway: { ...this.gateway, model },
     });
@@ -276,11 +281,16 @@ class Run {
         immediate: routesTo(upstreamUrls.latency, benchModels.latency),
         delayed: routesTo(upstreamUrls.throughput, benchModels.throughput),
       },
-      processes: { peer: new Map([[peerName, peer.pid]]), gateway: new Map(this.stack.pids) },
+      processes: {
+        floor: new Map([[floorName, forwarder.pid]]),
+        peer: new Map([[peerName, peer.pid]]),
+        gateway: new Map(this.stack.pids),
+      },
       infrastructure: new Map([...roots].filter(([name]) => ['kafka', 'redis', 'postgres'].includes(name))),
       print,
     });
     await peer.stop();
+    await forwarder.stop();
     const { immediate, delayed, streamed } = comparison;
     return [immediate, delayed, streamed].some((series) => series.direct.errors > 0 || series.gateway.errors > 0);
   }

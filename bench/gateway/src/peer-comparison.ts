@@ -6,14 +6,17 @@ import type { Settings } from './settings';
 import { fixed, formatTable, megabytes, mergeResults, percentile } from './stats';
 
 /**
- * The same mock upstream, in one run, three ways: direct, through the peer gateway and through this
- * gateway. Every figure for each, then the ratio gateway ÷ peer: at concurrency 1 (upstream at once and
- * at 20 ms), at fixed offered rates (open loop), the highest rate held, the streamed time to first
- * token, and CPU and memory of the processes on each path.
+ * The same mock upstream, in one run, four ways: direct, through a bare Node forwarder (the floor of any
+ * gateway written in Node), through the peer gateway and through this gateway. Every figure for each, then
+ * the ratios gateway ÷ peer and gateway ÷ floor: at concurrency 1 (upstream at once and at 20 ms), at fixed
+ * offered rates (open loop), the highest rate held, the streamed time to first token, and CPU and memory of
+ * the processes on each path.
  */
 
-export const sides = ['direct', 'peer', 'gateway'] as const;
+export const sides = ['direct', 'floor', 'peer', 'gateway'] as const;
 export type Side = (typeof sides)[number];
+type MeasuredSide = Exclude<Side, 'direct'>;
+export const floorName = 'bare Node forwarder';
 
 export interface Route extends Target {
   model: string;
@@ -26,7 +29,7 @@ export interface PeerComparisonContext {
   /** Each side's route to the upstream answering at once, and to the one answering after the throughput latency. */
   routes: { immediate: Record<Side, Route>; delayed: Record<Side, Route> };
   /** The processes whose CPU and memory make each side's cost (none for direct). */
-  processes: { peer: Map<string, number>; gateway: Map<string, number> };
+  processes: Record<MeasuredSide, Map<string, number>>;
   /** Kafka, Redis and PostgreSQL where found: the gateway's, reported beside its own processes. */
   infrastructure: Map<string, number>;
   print(line?: string): void;
@@ -54,6 +57,10 @@ export interface PeerComparison {
 const latencies = (result: LoadResult) => result.latenciesMs;
 const firstTokens = (result: LoadResult) => result.firstTokenMs;
 const sumOf = (values: Iterable<number>) => [...values].reduce((sum, value) => sum + value, 0);
+const bySide = <T>(make: (side: Side) => T) =>
+  Object.fromEntries(sides.map((side) => [side, make(side)])) as Record<Side, T>;
+const sideName = (context: PeerComparisonContext, side: Side) =>
+  ({ direct: 'direct', floor: floorName, peer: context.peerName, gateway: 'this gateway' })[side];
 
 /** Concurrency 1, the three sides in alternating blocks so that noise from elsewhere hits all alike. */
 async function seriesAtConcurrencyOne(
@@ -67,17 +74,13 @@ async function seriesAtConcurrencyOne(
   // Warm-up errors are not fatal here: the peer may fail a kind of request, and that is a finding.
   for (const side of sides) await context.runJob(job(side, Math.max(1, Math.floor(settings.BENCH_PEER_REQUESTS / 10))));
   const deadline = Date.now() + settings.BENCH_LATENCY_SECONDS * 1_000;
-  const results: Record<Side, LoadResult[]> = { direct: [], peer: [], gateway: [] };
+  const results = bySide((): LoadResult[] => []);
   for (let done = 0; done < settings.BENCH_PEER_REQUESTS && Date.now() < deadline;) {
     const block = Math.min(settings.BENCH_BLOCK_REQUESTS, settings.BENCH_PEER_REQUESTS - done);
     for (const side of sides) results[side].push(await context.runJob(job(side, block)));
     done += block;
   }
-  return {
-    direct: mergeResults(results.direct),
-    peer: mergeResults(results.peer),
-    gateway: mergeResults(results.gateway),
-  };
+  return bySide((side) => mergeResults(results[side]));
 }
 
 async function rateStep(context: PeerComparisonContext, side: Side, rate: number): Promise<RateStep> {
@@ -122,7 +125,7 @@ async function offeredRates(context: PeerComparisonContext): Promise<Record<Side
   const { settings } = context;
   const fixedRates = new Set(settings.BENCH_PEER_RATES);
   const rates = [...new Set([...settings.BENCH_PEER_RATES, ...settings.BENCH_PEER_RAMP])].sort((a, b) => a - b);
-  const steps: Record<Side, RateStep[]> = { direct: [], peer: [], gateway: [] };
+  const steps = bySide((): RateStep[] => []);
   for (const side of sides) {
     const route = context.routes.delayed[side];
     await context.runJob(
@@ -142,7 +145,8 @@ export async function comparePeer(context: PeerComparisonContext): Promise<PeerC
   const { settings, print } = context;
   print();
   print(
-    `peer comparison: the same mock upstream direct, through ${context.peerName} and through this gateway ` +
+    `peer comparison: the same mock upstream direct, through a ${floorName}, through ${context.peerName} and ` +
+      `through this gateway ` +
       `(${settings.BENCH_PEER_REQUESTS} requests per side at concurrency 1, in alternating blocks)`,
   );
   const immediate = await seriesAtConcurrencyOne(context, context.routes.immediate, false);
@@ -187,7 +191,7 @@ function printSeries(
   formatTable(
     ['', 'requests', 'errors', 'p50', 'p99', 'max', 'added p50', 'added p99'],
     sides.map((side) => [
-      side === 'peer' ? context.peerName : side === 'gateway' ? 'this gateway' : 'direct',
+      sideName(context, side),
       String(series[side].requests),
       String(series[side].errors),
       fixed(at(side, 50), 3),
@@ -207,7 +211,7 @@ function printSteps(context: PeerComparisonContext, steps: Record<Side, RateStep
     steps[side].map((step) => {
       const cpu = side === 'direct' ? Number.NaN : sumOf(ownCpu(context, side, step).values());
       return [
-        side === 'peer' ? context.peerName : side === 'gateway' ? 'this gateway' : 'direct',
+        sideName(context, side),
         String(step.rate),
         `${step.result.requests}/${step.offered}`,
         fixed(percentile(step.result.latenciesMs, 50), 1),
@@ -229,16 +233,21 @@ function printSteps(context: PeerComparisonContext, steps: Record<Side, RateStep
         context.print(`  first error (${side}, ${step.rate} req/s): ${step.result.firstError}`);
     }
   }
-  context.print("  CPU and RSS: the peer's one process; this gateway's six (Kafka, Redis, PostgreSQL in the summary).");
+  context.print(
+    "  CPU and RSS: the forwarder's and the peer's one process each; this gateway's six (Kafka, Redis, PostgreSQL in the summary).",
+  );
 }
 
 /** The side's own processes' CPU in a step (the gateway's six, not its infrastructure). */
-function ownCpu(context: PeerComparisonContext, side: 'peer' | 'gateway', step: RateStep): Map<string, number> {
+function ownCpu(context: PeerComparisonContext, side: MeasuredSide, step: RateStep): Map<string, number> {
   return new Map([...step.cpuMs].filter(([name]) => context.processes[side].has(name)));
 }
 
 const pair = (first: number, second: number, digits = 2) => `${fixed(first, digits)} / ${fixed(second, digits)}`;
-const ratio = (gateway: number, peer: number) => (peer > 0 && Number.isFinite(gateway) ? gateway / peer : Number.NaN);
+const ratio = (gateway: number, other: number) =>
+  other > 0 && Number.isFinite(gateway) ? gateway / other : Number.NaN;
+/** The ratio columns: this gateway ÷ the peer, and this gateway ÷ the floor. */
+const comparedTo = ['peer', 'floor'] as const;
 
 function printPeerSummary(context: PeerComparisonContext, comparison: PeerComparison): void {
   const { settings } = context;
@@ -251,26 +260,25 @@ function printPeerSummary(context: PeerComparisonContext, comparison: PeerCompar
   ) => {
     const at = (side: Side, p: number) => percentile(values(series[side]), p);
     const added = (side: Side, p: number) => at(side, p) - at('direct', p);
-    const peerFailed = series.peer.errors > 0 && series.peer.errors >= series.peer.requests;
-    const peerCell = (cell: string) =>
-      peerFailed ? `fails (${series.peer.errors} of ${series.peer.requests} failed)` : cell;
+    const failed = (side: Side) => series[side].errors > 0 && series[side].errors >= series[side].requests;
+    const cell = (side: Side, figure: (side: Side, p: number) => number) =>
+      failed(side)
+        ? `fails (${series[side].errors} of ${series[side].requests} failed)`
+        : pair(figure(side, 50), figure(side, 99));
+    const ratios = (figure: (side: Side, p: number) => number) =>
+      comparedTo.map((other) =>
+        failed(other)
+          ? ''
+          : pair(ratio(figure('gateway', 50), figure(other, 50)), ratio(figure('gateway', 99), figure(other, 99))),
+      );
     if (withTotals) {
-      rows.push([
-        `${label}: p50 / p99 ms`,
-        pair(at('direct', 50), at('direct', 99)),
-        peerCell(pair(at('peer', 50), at('peer', 99))),
-        pair(at('gateway', 50), at('gateway', 99)),
-        peerFailed ? '' : pair(ratio(at('gateway', 50), at('peer', 50)), ratio(at('gateway', 99), at('peer', 99))),
-      ]);
+      rows.push([`${label}: p50 / p99 ms`, ...sides.map((side) => cell(side, at)), ...ratios(at)]);
     }
     rows.push([
       `${label}, added: p50 / p99 ms`,
       '—',
-      peerCell(pair(added('peer', 50), added('peer', 99))),
-      pair(added('gateway', 50), added('gateway', 99)),
-      peerFailed
-        ? ''
-        : pair(ratio(added('gateway', 50), added('peer', 50)), ratio(added('gateway', 99), added('peer', 99))),
+      ...sides.filter((side) => side !== 'direct').map((side) => cell(side, added)),
+      ...ratios(added),
     ]);
   };
   latencyRows(
@@ -296,10 +304,8 @@ function printPeerSummary(context: PeerComparisonContext, comparison: PeerCompar
     const p = (side: Side, q: number) => percentile(step(side)?.result.latenciesMs ?? [], q);
     rows.push([
       `${rate} req/s offered: p50 / p99 ms`,
-      cell('direct'),
-      cell('peer'),
-      cell('gateway'),
-      pair(ratio(p('gateway', 50), p('peer', 50)), ratio(p('gateway', 99), p('peer', 99))),
+      ...sides.map(cell),
+      ...comparedTo.map((other) => pair(ratio(p('gateway', 50), p(other, 50)), ratio(p('gateway', 99), p(other, 99)))),
     ]);
   }
   const held = (side: Side) => {
@@ -311,24 +317,26 @@ function printPeerSummary(context: PeerComparisonContext, comparison: PeerCompar
   };
   rows.push([
     'highest rate held, req/s',
-    held('direct').text,
-    held('peer').text,
-    held('gateway').text,
-    fixed(ratio(held('gateway').best, held('peer').best), 2),
+    ...sides.map((side) => held(side).text),
+    ...comparedTo.map((other) => fixed(ratio(held('gateway').best, held(other).best), 2)),
   ]);
   latencyRows('streamed time to first token', comparison.streamed, firstTokens, false);
   rows.push(...costRows(context, comparison));
   context.print();
-  context.print(`peer summary (${context.peerName}; ratio: this gateway ÷ the peer, first figure / second figure)`);
-  formatTable(['figure', 'direct', context.peerName, 'this gateway', 'gateway ÷ peer'], rows).forEach((line) =>
-    context.print(`  ${line}`),
+  context.print(
+    `peer summary (${context.peerName} and a ${floorName}; ratios: this gateway ÷ the peer and ÷ the forwarder, ` +
+      'first figure / second figure)',
   );
+  formatTable(
+    ['figure', ...sides.map((side) => sideName(context, side)), 'gateway ÷ peer', 'gateway ÷ forwarder'],
+    rows,
+  ).forEach((line) => context.print(`  ${line}`));
 }
 
 function costRows(context: PeerComparisonContext, comparison: PeerComparison): string[][] {
   const rate = context.settings.BENCH_PEER_CPU_RATE;
-  const atRate = (side: 'peer' | 'gateway') => comparison.steps[side].find((step) => step.rate === rate);
-  const cpuPerRequest = (side: 'peer' | 'gateway') => {
+  const atRate = (side: MeasuredSide) => comparison.steps[side].find((step) => step.rate === rate);
+  const cpuPerRequest = (side: MeasuredSide) => {
     const step = atRate(side);
     return step ? sumOf(ownCpu(context, side, step).values()) / step.result.requests : Number.NaN;
   };
@@ -338,22 +346,24 @@ function costRows(context: PeerComparisonContext, comparison: PeerComparison): s
         .map((name) => `${name} ${fixed((gatewayStep.cpuMs.get(name) ?? 0) / gatewayStep.result.requests, 2)}`)
         .join(', ')
     : '';
-  const peakResident = (side: 'peer' | 'gateway') =>
+  const peakResident = (side: MeasuredSide) =>
     Math.max(0, ...comparison.steps[side].map((step) => step.peakResidentBytes)) / (1024 * 1024);
   return [
     [
       `CPU per request at ${rate} req/s offered, ms`,
       '—',
+      `${fixed(cpuPerRequest('floor'), 2)} (one process)`,
       `${fixed(cpuPerRequest('peer'), 2)} (one process)`,
       `${fixed(cpuPerRequest('gateway'), 2)} (six processes${infrastructure ? `; plus ${infrastructure}` : ''})`,
-      fixed(ratio(cpuPerRequest('gateway'), cpuPerRequest('peer')), 2),
+      ...comparedTo.map((other) => fixed(ratio(cpuPerRequest('gateway'), cpuPerRequest(other)), 2)),
     ],
     [
       'resident memory, highest during the rate steps, MB',
       '—',
+      fixed(peakResident('floor'), 0),
       fixed(peakResident('peer'), 0),
       `${fixed(peakResident('gateway'), 0)} (six processes)`,
-      fixed(ratio(peakResident('gateway'), peakResident('peer')), 2),
+      ...comparedTo.map((other) => fixed(ratio(peakResident('gateway'), peakResident(other)), 2)),
     ],
   ];
 }
