@@ -19,11 +19,15 @@ const repoRoot = join(__dirname, '../../..');
 const callDeadlineMs = 2_000;
 /**
  * Measured on a shared two-core machine beside the end-to-end stack and other benchmarks: p99 50–220 ms (p50
- * 6–18 ms) with the privacy threads; p50 above 1 s and calls failing at the deadline when every body ran on
- * the gRPC thread. The bound stays under the time of one 4 MiB body (350–700 ms there), so a small call that
- * waited for a heavy body fails it.
+ * 6–18 ms) with the privacy threads, and up to 307 ms when the machine as a whole ran slower; p50 above 1 s and
+ * calls failing at the deadline when every body ran on the gRPC thread. The p99 bound is this floor or 80 % of
+ * the time one 4 MiB body takes alone on the same machine in the same run (350–700 ms there), whichever is
+ * higher: it stays under that time, so a small call that waited for a heavy body fails it, on a slow machine
+ * as on a quick one.
  */
-const smallCallP99BoundMs = 250;
+const smallCallP99FloorMs = 250;
+/** Far under the p50 above 1 s of small calls queued behind heavy bodies, far over the 6–18 ms measured. */
+const smallCallP50BoundMs = 100;
 const MiB = 1024 * 1024;
 
 const sentences = [
@@ -112,6 +116,10 @@ describe('policy under a heavy privacy-mode load', () => {
       await waitUntil(async () => (await authorize('acct_b', small)).ok, { what: 'a first answer from policy' });
 
       const heavyBody = messagesBody(4 * MiB);
+      // One heavy body alone, from a third account, sets the p99 bound for this machine and this run.
+      const aloneStartedAt = performance.now();
+      expect((await authorize('acct_c', heavyBody)).ok).toBe(true);
+      const smallCallP99BoundMs = Math.max(smallCallP99FloorMs, 0.8 * (performance.now() - aloneStartedAt));
       const heavy: Promise<Result<policyv1.AuthorizeResponse>>[] = [];
       for (let index = 0; index < 4; index += 1) heavy.push(authorize('acct_a', heavyBody));
       const larger = authorize('acct_b', messagesBody(256 * 1024));
@@ -136,11 +144,14 @@ describe('policy under a heavy privacy-mode load', () => {
         p50: Math.round(nearestRank(latencies, 50)),
         p99: Math.round(nearestRank(latencies, 99)),
         heavy: heavyResults.map((result) => (result.ok ? 'ok' : result.error.type)),
+        p99BoundMs: Math.round(smallCallP99BoundMs),
       };
       // The whole summary shows in a failure.
-      expect({ ...summary, p99WithinBound: summary.p99 < smallCallP99BoundMs }).toEqual(
-        expect.objectContaining({ failed: 0, p99WithinBound: true }),
-      );
+      expect({
+        ...summary,
+        p50WithinBound: summary.p50 < smallCallP50BoundMs,
+        p99WithinBound: summary.p99 < smallCallP99BoundMs,
+      }).toEqual(expect.objectContaining({ failed: 0, p50WithinBound: true, p99WithinBound: true }));
       expect(summary.calls).toBeGreaterThanOrEqual(10);
       // B's larger body had a thread of its own rather than waiting behind A's.
       expect((await larger).ok).toBe(true);
