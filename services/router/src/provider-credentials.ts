@@ -20,8 +20,8 @@ export function createProviderCredentials(): ProviderCredentials {
   let aws: AwsCredentialIdentityProvider | undefined;
   let google: Promise<GoogleAuth> | undefined;
   return {
-    // Required with the process, not imported at first use: an import() from this CommonJS build loads the
-    // SDK's ES module build, a second copy of the AWS SDK whose web-identity credentials were not renewed.
+    // Required with the process, not imported at first use: an import() from this CommonJS build would load
+    // the SDK's ES module builds, second copies of the @smithy packages the Bedrock signer loads as CommonJS.
     aws: (options) => {
       aws ??= fromNodeProviderChain();
       return aws(options);
