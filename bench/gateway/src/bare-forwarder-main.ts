@@ -12,7 +12,11 @@ const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
 const hopByHop = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host', 'x-forward-to']);
 
 function forward(incoming: IncomingMessage, answer: ServerResponse): void {
-  const target = new URL(String(incoming.headers['x-forward-to']));
+  const target = URL.parse(String(incoming.headers['x-forward-to']));
+  if (!target) {
+    answer.writeHead(400).end('x-forward-to must name the upstream, http://host:port\n');
+    return;
+  }
   const headers = Object.fromEntries(Object.entries(incoming.headers).filter(([name]) => !hopByHop.has(name)));
   const outgoing = request(
     { agent, host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers },

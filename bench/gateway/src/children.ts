@@ -2,9 +2,10 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { LoadJob, LoadResult } from './load-protocol';
+import type { ComparedGateway } from './peer-gateway';
 
 /**
- * A helper process of the benchmark (load generator, mock upstream), spoken to over IPC: it sends
+ * A helper process of the benchmark (load generator, mock upstream, bare forwarder), spoken to over IPC: it sends
  * one message when ready, then one answer per request. Requests are sequential.
  */
 class HelperProcess {
@@ -104,16 +105,7 @@ export async function startMockUpstreamProcess(
   return { pid: helper.pid, urls: (ready as { urls: string[] }).urls, stop: () => helper.stop() };
 }
 
-export interface BareForwarderProcess {
-  pid: number;
-  /** http://127.0.0.1:port, no trailing slash. */
-  baseUrl: string;
-  /** The header that sends a request on to the upstream at upstreamUrl. */
-  headersFor(upstreamUrl: string): Record<string, string>;
-  stop(): Promise<void>;
-}
-
-export async function startBareForwarderProcess(port: number): Promise<BareForwarderProcess> {
+export async function startBareForwarderProcess(port: number): Promise<ComparedGateway> {
   const { helper } = await HelperProcess.start('the bare forwarder', 'bare-forwarder-main.js', [String(port)]);
   return {
     pid: helper.pid,

@@ -62,7 +62,7 @@ const bySide = <T>(make: (side: Side) => T) =>
 const sideName = (context: PeerComparisonContext, side: Side) =>
   ({ direct: 'direct', floor: floorName, peer: context.peerName, gateway: 'this gateway' })[side];
 
-/** Concurrency 1, the three sides in alternating blocks so that noise from elsewhere hits all alike. */
+/** Concurrency 1, the sides in alternating blocks so that noise from elsewhere hits all alike. */
 async function seriesAtConcurrencyOne(
   context: PeerComparisonContext,
   routes: Record<Side, Route>,

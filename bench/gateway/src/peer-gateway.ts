@@ -10,7 +10,8 @@ import { dirname, join } from 'node:path';
  * route `POST /v1/messages`.
  */
 
-export interface PeerGateway {
+/** A gateway the benchmark compares with this one (the peer, the bare forwarder): one process of its own. */
+export interface ComparedGateway {
   pid: number;
   /** http://127.0.0.1:port, no trailing slash. */
   baseUrl: string;
@@ -27,7 +28,7 @@ export function peerVersion(): string {
   return (JSON.parse(readFileSync(packageJson(), 'utf8')) as { version: string }).version;
 }
 
-export async function startPeerGateway(port: number, logFile: string): Promise<PeerGateway> {
+export async function startPeerGateway(port: number, logFile: string): Promise<ComparedGateway> {
   const entry = join(dirname(packageJson()), 'build', 'start-server.js');
   const log = createWriteStream(logFile);
   const child = spawn(
